@@ -1,0 +1,49 @@
+/**
+ * `npm start`: the gateway on one machine, with dynalite under FUNDUQ_DATA_DIR and the demo agent.
+ * Only this file (and lambdas/handlers on AWS) reads the environment.
+ */
+import { resolve } from 'node:path';
+import { startLocalGateway } from '../lambdas/adapters/local/runtime.js';
+
+function numberFrom(name: string, fallback: number, min: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) {
+    console.error(`funduq: ${name} must be a whole number ≥ ${min}, got "${raw}"`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const settings = {
+  dataDir: resolve(process.env.FUNDUQ_DATA_DIR || '.funduq'),
+  host: process.env.HOST || '127.0.0.1',
+  port: numberFrom('PORT', 8787, 0),
+  threadQueueLimit: numberFrom('FUNDUQ_THREAD_QUEUE_LIMIT', 8, 0),
+  heartbeatMs: numberFrom('FUNDUQ_HEARTBEAT_MS', 10_000, 100),
+  log: (line: string) => console.log(`funduq: ${line}`),
+};
+
+const local = await startLocalGateway(settings).catch((error: unknown) => {
+  console.error(`funduq: could not start: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});
+
+console.log(`funduq is listening on ${local.url}  (data: ${settings.dataDir})
+  AG-UI   POST ${local.url}/agui/demo          (RunAgentInput → SSE)
+  replay  GET  ${local.url}/agui/demo/runs/{runId}/events   (Last-Event-ID)
+  cancel  POST ${local.url}/agui/demo/runs/{runId}/cancel
+  thread  GET  ${local.url}/threads/{threadId}
+  agents  GET  ${local.url}/agents
+  health  GET  ${local.url}/healthz`);
+
+let closing = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (closing) process.exit(1);
+    closing = true;
+    console.log('funduq: stopping');
+    void local.close().then(() => process.exit(0));
+  });
+}

@@ -1,0 +1,500 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  BatchWriteCommand,
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  ScanCommand,
+  UpdateCommand,
+  type QueryCommandInput,
+  type ScanCommandInput,
+  type UpdateCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { StoreUnavailable } from '../../../core/errors.js';
+import type { Agent, AskState, Run, RunStatus, StoredEvent, Thread } from '../../../core/model.js';
+import type { RunStore } from '../../../core/ports.js';
+import { RUNS_TABLE, type TableNames } from './tables.js';
+
+/** What the store has sent, for the cost model. */
+export interface StoreUsage {
+  /** GetItem, Query and Scan calls (each page is one). */
+  readRequests: number;
+  /** Put, Update, Delete and BatchWrite calls (a batch is one; a retried batch is one more). */
+  writeRequests: number;
+  /** Write units as DynamoDB bills them: one per started KB of each item written. */
+  writeUnits: number;
+}
+
+type Item = Record<string, unknown>;
+
+/** BatchWriteItem takes at most 25 put requests. */
+const BATCH_SIZE = 25;
+/** Attempts of one batch while DynamoDB hands items back unprocessed (throttled partitions). */
+const BATCH_ATTEMPTS = 5;
+const BATCH_BACKOFF_MS = 50;
+
+const KB = 1024;
+const THREAD_ITEM = 'thread';
+const RUN_ITEM = 'run';
+const AGENT_PARTITION = 'agent';
+
+/** Attributes that exist for the table and its indexes, not for the domain object. */
+const KEY_ATTRIBUTES: readonly string[] = [RUNS_TABLE.partitionKey, RUNS_TABLE.sortKey, RUNS_TABLE.byThread.partitionKey, RUNS_TABLE.byTenant.partitionKey];
+
+/**
+ * Fields that place a run in the table and its indexes (`threadKey`, `tenantKey` are copies).
+ * Patching one would leave the copies behind, so `transitionRun` refuses them.
+ */
+const RUN_IDENTITY = new Set<string>(['runId', 'threadId', 'tenant', 'rootRunId', 'arrival', 'createdAt']);
+
+/** Errors that say "not now" rather than "never": the caller may retry later. */
+const THROTTLING = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+]);
+
+/**
+ * The RunStore on DynamoDB (and on dynalite locally). One runs table holds threads, runs with
+ * their asks, and agents; run_events holds each event as a JSON string under (`runId`, `seq`).
+ */
+export class DynamoRunStore implements RunStore {
+  readonly usage: StoreUsage = { readRequests: 0, writeRequests: 0, writeUnits: 0 };
+  private readonly doc: DynamoDBDocumentClient;
+  private readonly tables: TableNames;
+
+  constructor({ client, tables }: { client: DynamoDBClient; tables: TableNames }) {
+    this.doc = DynamoDBDocumentClient.from(client, {
+      // Run inputs are caller JSON: a number past 2^53 is already imprecise after JSON.parse, so
+      // store it as it is and read it back as a number (never a BigInt, which JSON cannot carry).
+      marshallOptions: { removeUndefinedValues: true, allowImpreciseNumbers: true },
+      unmarshallOptions: { wrapNumbers: (value: string) => Number(value) },
+    });
+    this.tables = tables;
+  }
+
+  async getThread(threadId: string): Promise<Thread | undefined> {
+    const item = await this.get(threadKey(threadId));
+    return item && domain<Thread>(item);
+  }
+
+  async createThread(thread: Thread): Promise<boolean> {
+    return this.putNew({ ...threadKey(thread.threadId), ...thread });
+  }
+
+  async reserveArrival(threadId: string, limit: number | undefined): Promise<number | undefined> {
+    const limited = limit !== undefined;
+    // One conditional ADD takes the number and the place together, so concurrent arrivals can
+    // neither share a number nor overfill the queue.
+    const attributes = await this.update({
+      Key: threadKey(threadId),
+      UpdateExpression: limited ? 'ADD #arrivals :one, #queued :one' : 'ADD #arrivals :one',
+      ConditionExpression: limited ? 'attribute_exists(pk) AND #queued < :limit' : 'attribute_exists(pk)',
+      // DynamoDB rejects a placeholder the expressions do not use, hence two shapes.
+      ExpressionAttributeNames: limited ? { '#arrivals': 'arrivals', '#queued': 'queued' } : { '#arrivals': 'arrivals' },
+      ExpressionAttributeValues: limited ? { ':one': 1, ':limit': limit } : { ':one': 1 },
+      ReturnValues: 'UPDATED_NEW',
+    });
+    return attributes?.arrivals as number | undefined;
+  }
+
+  async releaseQueuePlace(threadId: string): Promise<void> {
+    // A failed condition means the count is already zero (a recovery reset it): nothing to give back.
+    await this.update({
+      Key: threadKey(threadId),
+      UpdateExpression: 'ADD #queued :minusOne',
+      ConditionExpression: '#queued > :zero',
+      ExpressionAttributeNames: { '#queued': 'queued' },
+      ExpressionAttributeValues: { ':minusOne': -1, ':zero': 0 },
+    });
+  }
+
+  async setQueued(threadId: string, queued: number): Promise<void> {
+    await this.setOnThread(threadId, 'queued', queued);
+  }
+
+  async setWaitingRun(threadId: string, runId: string): Promise<void> {
+    await this.setOnThread(threadId, 'waitingRunId', runId);
+  }
+
+  async createRun(run: Run): Promise<boolean> {
+    return this.putNew({
+      ...runKey(run.runId),
+      ...run,
+      [RUNS_TABLE.byThread.partitionKey]: run.threadId,
+      // Only roots are A2A tasks; answers stay out of the tenant index, which pages tasks.
+      ...(run.runId === run.rootRunId ? { [RUNS_TABLE.byTenant.partitionKey]: run.tenant } : {}),
+    });
+  }
+
+  async getRun(runId: string): Promise<Run | undefined> {
+    const item = await this.get(runKey(runId));
+    return item && domain<Run>(item);
+  }
+
+  async listThreadRuns(threadId: string): Promise<Run[]> {
+    const { indexName, partitionKey } = RUNS_TABLE.byThread;
+    const items = await this.queryAll({
+      TableName: this.tables.runs,
+      IndexName: indexName,
+      KeyConditionExpression: '#thread = :thread',
+      ExpressionAttributeNames: { '#thread': partitionKey },
+      ExpressionAttributeValues: { ':thread': threadId },
+      ScanIndexForward: true,
+    });
+    return items.map((item) => domain<Run>(item));
+  }
+
+  async listRunsByStatus(status: RunStatus): Promise<Run[]> {
+    const input: ScanCommandInput = {
+      TableName: this.tables.runs,
+      FilterExpression: '#sk = :run AND #status = :status',
+      ExpressionAttributeNames: { '#sk': RUNS_TABLE.sortKey, '#status': 'status' },
+      ExpressionAttributeValues: { ':run': RUN_ITEM, ':status': status },
+    };
+    const runs: Run[] = [];
+    let start: Item | undefined;
+    do {
+      this.usage.readRequests++;
+      const page = await this.doc.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
+      for (const item of page.Items ?? []) runs.push(domain<Run>(item));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return runs;
+  }
+
+  async listRootRuns(tenant: string, page: { limit: number; cursor?: string }): Promise<{ runs: Run[]; cursor?: string }> {
+    if (!Number.isInteger(page.limit) || page.limit < 1) throw new RangeError(`page limit must be a positive integer, got ${page.limit}`);
+    const { indexName, partitionKey, sortKey } = RUNS_TABLE.byTenant;
+    this.usage.readRequests++;
+    // One item past the page tells whether another page exists, so the last page carries no
+    // cursor (DynamoDB's own LastEvaluatedKey is set whenever Limit was reached).
+    const result = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tables.runs,
+        IndexName: indexName,
+        KeyConditionExpression: '#tenant = :tenant',
+        ExpressionAttributeNames: { '#tenant': partitionKey },
+        ExpressionAttributeValues: { ':tenant': tenant },
+        ScanIndexForward: false,
+        Limit: page.limit + 1,
+        ExclusiveStartKey: page.cursor === undefined ? undefined : decodeCursor(page.cursor, tenant),
+      }),
+    );
+    const items = result.Items ?? [];
+    const runs = items.slice(0, page.limit).map((item) => domain<Run>(item));
+    if (items.length <= page.limit) return { runs };
+    const last = items[page.limit - 1];
+    // A GSI's start key needs the index key and the table key of the last item returned.
+    return { runs, cursor: encodeCursor({ pk: last.pk, sk: last.sk, [partitionKey]: last[partitionKey], [sortKey]: last[sortKey] }) };
+  }
+
+  async transitionRun(runId: string, from: readonly RunStatus[], patch: Partial<Run> & { status: RunStatus }): Promise<Run | undefined> {
+    if (from.length === 0) return undefined;
+    const names: Record<string, string> = { '#status': 'status' };
+    const values: Item = {};
+    const sets: string[] = [];
+    for (const [key, value] of Object.entries(patch)) {
+      if (value === undefined) continue;
+      if (RUN_IDENTITY.has(key)) throw new TypeError(`transitionRun cannot change a run's ${key}`);
+      const i = sets.length;
+      names[`#p${i}`] = key;
+      values[`:p${i}`] = value;
+      sets.push(`#p${i} = :p${i}`);
+    }
+    const allowed = from.map((status, i) => {
+      values[`:f${i}`] = status;
+      return `:f${i}`;
+    });
+    const item = await this.update({
+      Key: runKey(runId),
+      UpdateExpression: `SET ${sets.join(', ')}`,
+      // A missing run has no status, so the condition also keeps an update from creating one.
+      ConditionExpression: `#status IN (${allowed.join(', ')})`,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ReturnValues: 'ALL_NEW',
+    });
+    return item && this.written(domain<Run>(item), item);
+  }
+
+  async closeAsks(
+    runId: string,
+    changes: Record<string, { state: Exclude<AskState, 'open'>; closedByRunId?: string }>,
+  ): Promise<Run | undefined> {
+    const entries = Object.entries(changes);
+    if (entries.length === 0) return this.getRun(runId);
+    const names: Record<string, string> = { '#asks': 'asks', '#state': 'state' };
+    const values: Item = { ':open': 'open' };
+    const sets: string[] = [];
+    const conditions: string[] = [];
+    entries.forEach(([askId, change], i) => {
+      // Ask ids come from agents: any string, so always a name placeholder.
+      names[`#a${i}`] = askId;
+      values[`:s${i}`] = change.state;
+      sets.push(`#asks.#a${i}.#state = :s${i}`);
+      conditions.push(`#asks.#a${i}.#state = :open`);
+      if (change.closedByRunId !== undefined) {
+        names['#closedBy'] = 'closedByRunId';
+        values[`:c${i}`] = change.closedByRunId;
+        sets.push(`#asks.#a${i}.#closedBy = :c${i}`);
+      }
+    });
+    const item = await this.update({
+      Key: runKey(runId),
+      UpdateExpression: `SET ${sets.join(', ')}`,
+      ConditionExpression: conditions.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ReturnValues: 'ALL_NEW',
+    });
+    return item && this.written(domain<Run>(item), item);
+  }
+
+  async appendEvents(events: StoredEvent[]): Promise<void> {
+    const batches: Item[][] = [];
+    for (let i = 0; i < events.length; i += BATCH_SIZE) {
+      // `e` is a string: one JSON.stringify here is far cheaper than marshalling the event as a map.
+      batches.push(events.slice(i, i + BATCH_SIZE).map(({ runId, seq, event }) => ({ runId, seq, e: JSON.stringify(event) })));
+    }
+    await Promise.all(batches.map((batch) => this.writeBatch(batch)));
+  }
+
+  async readEvents(runId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
+    const events: StoredEvent[] = [];
+    let start: Item | undefined;
+    do {
+      const left = limit === undefined ? undefined : limit - events.length;
+      if (left !== undefined && left <= 0) break;
+      this.usage.readRequests++;
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tables.runEvents,
+          KeyConditionExpression: 'runId = :run AND seq > :after',
+          ExpressionAttributeValues: { ':run': runId, ':after': afterSeq },
+          ScanIndexForward: true,
+          // A reader woken by a change must see the write that woke it.
+          ConsistentRead: true,
+          Limit: left,
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        events.push({ runId, seq: item.seq as number, event: JSON.parse(item.e as string) });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return events;
+  }
+
+  async lastSeq(runId: string): Promise<number> {
+    this.usage.readRequests++;
+    const result = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tables.runEvents,
+        KeyConditionExpression: 'runId = :run',
+        ExpressionAttributeValues: { ':run': runId },
+        ProjectionExpression: 'seq',
+        ScanIndexForward: false,
+        ConsistentRead: true,
+        Limit: 1,
+      }),
+    );
+    return (result.Items?.[0]?.seq as number | undefined) ?? 0;
+  }
+
+  async putAgent(agent: Agent): Promise<void> {
+    const item = { ...agentKey(agent.id), ...agent };
+    this.usage.writeRequests++;
+    this.usage.writeUnits += unitsOf(item);
+    await this.doc.send(new PutCommand({ TableName: this.tables.runs, Item: item }));
+  }
+
+  async getAgent(agentId: string): Promise<Agent | undefined> {
+    const item = await this.get(agentKey(agentId));
+    return item && domain<Agent>(item);
+  }
+
+  async listAgents(): Promise<Agent[]> {
+    const items = await this.queryAll({
+      TableName: this.tables.runs,
+      KeyConditionExpression: 'pk = :agents',
+      ExpressionAttributeValues: { ':agents': AGENT_PARTITION },
+      ConsistentRead: true,
+    });
+    return items.map((item) => domain<Agent>(item));
+  }
+
+  async deleteAgent(agentId: string): Promise<void> {
+    this.usage.writeRequests++;
+    // A delete is billed on the deleted item's size; agents are well under 1 KB.
+    this.usage.writeUnits += 1;
+    await this.doc.send(new DeleteCommand({ TableName: this.tables.runs, Key: agentKey(agentId) }));
+  }
+
+  private async get(key: Item): Promise<Item | undefined> {
+    this.usage.readRequests++;
+    const result = await this.doc.send(new GetCommand({ TableName: this.tables.runs, Key: key, ConsistentRead: true }));
+    return result.Item;
+  }
+
+  private async putNew(item: Item): Promise<boolean> {
+    this.usage.writeRequests++;
+    this.usage.writeUnits += unitsOf(item);
+    try {
+      await this.doc.send(new PutCommand({ TableName: this.tables.runs, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * An UpdateItem on the runs table: the new attributes as asked by ReturnValues, or undefined
+   * when the condition failed. Counted as one unit here; `written` corrects it for run items.
+   */
+  private async update(input: Omit<UpdateCommandInput, 'TableName'>): Promise<Item | undefined> {
+    this.usage.writeRequests++;
+    this.usage.writeUnits += 1;
+    try {
+      const result = await this.doc.send(new UpdateCommand({ TableName: this.tables.runs, ...input }));
+      return result.Attributes ?? {};
+    } catch (err) {
+      if (isConditionFailure(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * An update is billed on the whole item, and a run carries its input (the conversation), so
+   * its units come from the item as written, which ALL_NEW already returned.
+   */
+  private written(run: Run, item: Item): Run {
+    this.usage.writeUnits += unitsOf(item) - 1;
+    return run;
+  }
+
+  private async setOnThread(threadId: string, attribute: 'queued' | 'waitingRunId', value: unknown): Promise<void> {
+    // Without the condition an update of a missing thread would create a thread item with no fields.
+    await this.update({
+      Key: threadKey(threadId),
+      UpdateExpression: 'SET #attribute = :value',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeNames: { '#attribute': attribute },
+      ExpressionAttributeValues: { ':value': value },
+    });
+  }
+
+  private async queryAll(input: QueryCommandInput): Promise<Item[]> {
+    const items: Item[] = [];
+    let start: Item | undefined;
+    do {
+      this.usage.readRequests++;
+      const page = await this.doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
+      items.push(...(page.Items ?? []));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+
+  private async writeBatch(batch: Item[]): Promise<void> {
+    const table = this.tables.runEvents;
+    let pending = batch;
+    for (let attempt = 1; ; attempt++) {
+      this.usage.writeRequests++;
+      for (const item of pending) this.usage.writeUnits += eventUnits(item);
+      let unprocessed: Item[];
+      try {
+        const result = await this.doc.send(
+          new BatchWriteCommand({ RequestItems: { [table]: pending.map((Item) => ({ PutRequest: { Item } })) } }),
+        );
+        unprocessed = (result.UnprocessedItems?.[table] ?? []).flatMap((request) => (request.PutRequest?.Item ? [request.PutRequest.Item] : []));
+      } catch (err) {
+        if (isUnavailable(err)) throw new StoreUnavailable(`run_events did not take ${pending.length} events: ${(err as Error).message}`, { cause: err });
+        throw err;
+      }
+      if (unprocessed.length === 0) return;
+      if (attempt === BATCH_ATTEMPTS) {
+        throw new StoreUnavailable(`run_events left ${unprocessed.length} events unprocessed after ${BATCH_ATTEMPTS} attempts`);
+      }
+      // AWS asks for exponential backoff on UnprocessedItems; the SDK retries only whole failures.
+      await delay(Math.random() * BATCH_BACKOFF_MS * 2 ** attempt);
+      pending = unprocessed;
+    }
+  }
+}
+
+function threadKey(threadId: string): Item {
+  return { pk: `thread#${threadId}`, sk: THREAD_ITEM };
+}
+
+function runKey(runId: string): Item {
+  return { pk: `run#${runId}`, sk: RUN_ITEM };
+}
+
+function agentKey(agentId: string): Item {
+  return { pk: AGENT_PARTITION, sk: agentId };
+}
+
+function domain<T>(item: Item): T {
+  const object: Item = {};
+  for (const key of Object.keys(item)) {
+    if (!KEY_ATTRIBUTES.includes(key)) object[key] = item[key];
+  }
+  return object as T;
+}
+
+/** Approximates DynamoDB's item size (names plus values) by the item's JSON. */
+function unitsOf(item: Item): number {
+  return Math.max(1, Math.ceil(Buffer.byteLength(JSON.stringify(item)) / KB));
+}
+
+/** The size of a run_events item without serialising it again: `e` is already its JSON. */
+function eventUnits(item: Item): number {
+  const bytes = 'runIdseqe'.length + Buffer.byteLength(item.runId as string) + String(item.seq).length + Buffer.byteLength(item.e as string);
+  return Math.max(1, Math.ceil(bytes / KB));
+}
+
+function encodeCursor(key: Item): string {
+  return Buffer.from(JSON.stringify(key)).toString('base64url');
+}
+
+/** A cursor comes back from a caller: accept only the shape we issue, for the tenant asking. */
+function decodeCursor(cursor: string, tenant: string): Item {
+  const { partitionKey, sortKey } = RUNS_TABLE.byTenant;
+  let key: unknown;
+  try {
+    key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    key = undefined;
+  }
+  const fields = [RUNS_TABLE.partitionKey, RUNS_TABLE.sortKey, partitionKey, sortKey];
+  const valid =
+    typeof key === 'object' &&
+    key !== null &&
+    Object.keys(key).length === fields.length &&
+    fields.every((field) => typeof (key as Item)[field] === 'string') &&
+    (key as Item)[partitionKey] === tenant;
+  if (!valid) throw new RangeError('invalid page cursor');
+  return key as Item;
+}
+
+function isConditionFailure(err: unknown): boolean {
+  return (err as { name?: string } | undefined)?.name === 'ConditionalCheckFailedException';
+}
+
+/** Throttling that outlasted the SDK's own retries, a server fault, or no answer at all. */
+function isUnavailable(err: unknown): boolean {
+  const { name, code, $fault } = (err ?? {}) as { name?: string; code?: unknown; $fault?: string };
+  if (name !== undefined && THROTTLING.has(name)) return true;
+  if ($fault === 'server') return true;
+  // No service answer: a socket error (ECONNRESET, …) or the request timed out.
+  return $fault === undefined && (name === 'TimeoutError' || typeof code === 'string');
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,109 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { createGateway, type Gateway } from '../../core/gateway.js';
+import type { Agent } from '../../core/model.js';
+import type { Clock, IdSource } from '../../core/ports.js';
+import { createApp } from '../../doors/app.js';
+import { AgUiHttpProvider } from '../../providers/agui-http.js';
+import { DemoProvider } from '../../providers/demo.js';
+import { DynamoRunStore } from '../aws/dynamodb/run-store.js';
+import { InProcessAskTimer } from './ask-timer.js';
+import { InProcessChangeFeed } from './change-feed.js';
+import { ensureTables, localDynamoClient, startDynalite } from './dynalite.js';
+import { InProcessThreadQueue } from './thread-queue.js';
+
+export interface LocalSettings {
+  /** Where dynalite keeps its data; undefined keeps it in memory (tests). */
+  dataDir?: string;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  threadQueueLimit: number;
+  heartbeatMs: number;
+  /** The demo agent's pace for `/slow N`. */
+  demoSlowIntervalMs?: number;
+  clock?: Clock;
+  ids?: IdSource;
+  log?: (line: string) => void;
+}
+
+export interface LocalGateway {
+  url: string;
+  gateway: Gateway;
+  queue: InProcessThreadQueue;
+  close(): Promise<void>;
+}
+
+export const DEMO_AGENT: Agent = {
+  id: 'demo',
+  description: 'The built-in demo agent: echoes text; /ask, /tool, /slow N and /fail show interrupts, tool calls, queueing and failures.',
+  provider: { kind: 'demo' },
+  takesInterjections: false,
+  timeoutSeconds: 900,
+  idleTimeoutSeconds: 300,
+};
+
+const TABLES = { runs: 'funduq-runs', runEvents: 'funduq-run-events' };
+
+/**
+ * The whole gateway on one machine: dynalite for DynamoDB, and in-process stand-ins for the
+ * thread queue (SQS FIFO), the ask timer (Step Functions) and the change feed (DynamoDB streams).
+ */
+export async function startLocalGateway(settings: LocalSettings): Promise<LocalGateway> {
+  const log = settings.log ?? (() => {});
+  const clock = settings.clock ?? { now: () => Date.now() };
+  const ids = settings.ids ?? { newId: () => randomUUID() };
+  const dynalite = await startDynalite({ path: settings.dataDir });
+  const client = localDynamoClient(dynalite.endpoint);
+  await ensureTables(client, TABLES);
+  const store = new DynamoRunStore({ client, tables: TABLES });
+  const report = (what: string) => (error: unknown, runId: string) =>
+    log(`${what}${runId ? ` ${runId}` : ''} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  const queue = new InProcessThreadQueue(report('dispatch of run'));
+  const timer = new InProcessAskTimer(clock, report('expiry of the asks of run'));
+  const feed = new InProcessChangeFeed();
+  const gateway = createGateway({
+    store,
+    queue,
+    timer,
+    feed,
+    providers: {
+      demo: new DemoProvider({ clock, ids, slowIntervalMs: settings.demoSlowIntervalMs }),
+      'agui-http': new AgUiHttpProvider({ clock }),
+    },
+    clock,
+    ids,
+    settings: { threadQueueLimit: settings.threadQueueLimit },
+  });
+  await store.putAgent(DEMO_AGENT);
+  const recovery = await gateway.recover();
+  if (recovery.orphaned + recovery.requeued + recovery.rearmed > 0) {
+    log(
+      `recovered: ${recovery.orphaned} run(s) failed orphaned_by_restart, ${recovery.requeued} queued again, ${recovery.rearmed} ask timer(s) re-armed`,
+    );
+  }
+  queue.start((runId) => gateway.dispatchRun(runId));
+  timer.start((runId) => gateway.expireAsks(runId));
+
+  const app = createApp({ gateway, sse: { heartbeatMs: settings.heartbeatMs }, onError: (error) => report('request')(error, '') });
+  const server = await new Promise<ServerType>((resolve) => {
+    const s = serve({ fetch: app.fetch, hostname: settings.host, port: settings.port }, () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
+  return {
+    url: `http://${host}:${port}`,
+    gateway,
+    queue,
+    async close() {
+      timer.stop();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+      await dynalite.close();
+      client.destroy();
+    },
+  };
+}

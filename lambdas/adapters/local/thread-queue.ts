@@ -1,0 +1,45 @@
+import type { ThreadQueue } from '../../core/ports.js';
+
+type Consumer = (runId: string) => Promise<unknown>;
+
+/**
+ * The inbound gap on one machine: a FIFO per thread, like an SQS FIFO message group. A thread's
+ * next run is handed to the consumer only after the previous hand-off returned; threads run in
+ * parallel. What is queued lives in the store too, so a restart re-queues it (see `recover`).
+ */
+export class InProcessThreadQueue implements ThreadQueue {
+  private readonly tails = new Map<string, Promise<void>>();
+  private readonly waiting: { threadId: string; runId: string }[] = [];
+  private consumer: Consumer | undefined;
+
+  constructor(private readonly onError: (error: unknown, runId: string) => void = () => {}) {}
+
+  /** Starts delivering (what was enqueued before is delivered now, in order). */
+  start(consumer: Consumer): void {
+    this.consumer = consumer;
+    for (const message of this.waiting.splice(0)) this.deliver(message);
+  }
+
+  async enqueue(message: { threadId: string; runId: string }): Promise<void> {
+    if (this.consumer) this.deliver(message);
+    else this.waiting.push(message);
+  }
+
+  /** Resolves when every thread's queue is empty. */
+  async idle(): Promise<void> {
+    while (this.tails.size > 0) await Promise.all([...this.tails.values()]);
+  }
+
+  private deliver({ threadId, runId }: { threadId: string; runId: string }): void {
+    const consume = this.consumer!;
+    const previous = this.tails.get(threadId) ?? Promise.resolve();
+    const next = previous.then(() => consume(runId).then(
+      () => undefined,
+      (error: unknown) => this.onError(error, runId),
+    ));
+    this.tails.set(threadId, next);
+    void next.then(() => {
+      if (this.tails.get(threadId) === next) this.tails.delete(threadId);
+    });
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Refusals the core returns as values. Each door maps these codes once, to its own
+ * status codes and error types.
+ */
+export type RefusalCode =
+  | 'invalid_input'
+  | 'agent_not_found'
+  | 'thread_not_found'
+  | 'thread_agent_mismatch'
+  | 'thread_queue_full'
+  | 'run_not_found'
+  | 'run_id_conflict'
+  | 'no_open_ask'
+  | 'interrupt_expired'
+  | 'task_not_cancelable';
+
+export interface Refusal {
+  ok: false;
+  code: RefusalCode;
+  message: string;
+}
+
+export type Result<T> = { ok: true; value: T } | Refusal;
+
+export function refuse(code: RefusalCode, message: string): Refusal {
+  return { ok: false, code, message };
+}
+
+export function ok<T>(value: T): { ok: true; value: T } {
+  return { ok: true, value };
+}
+
+/**
+ * Why a run failed, as stored on the run and carried by its final RUN_ERROR.
+ * Providers throw this to end a run with their own code (`provider_http_502`, …).
+ */
+export class RunFailure extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RunFailure';
+  }
+}
+
+/** The store could not take a write after its retries: the run fails rather than losing events. */
+export class StoreUnavailable extends Error {
+  readonly code = 'store_unavailable';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailable';
+  }
+}

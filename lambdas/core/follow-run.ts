@@ -1,0 +1,56 @@
+import type { CoreDeps } from './deps.js';
+import { isTerminal, type Run, type StoredEvent } from './model.js';
+
+const PAGE = 500;
+
+/**
+ * A run's stored events after `afterSeq`, then its new ones as they are stored, until the run
+ * settles and its last event is read. Every event comes from the record: the feed only wakes
+ * the reader (and hands over what was just stored, so a live reader need not read it back).
+ */
+export async function* followRun(
+  deps: Pick<CoreDeps, 'store' | 'feed'>,
+  runId: string,
+  afterSeq: number,
+  signal?: AbortSignal,
+): AsyncGenerator<StoredEvent> {
+  let cursor = afterSeq;
+  let fresh: StoredEvent[] = [];
+  let latest: Run | undefined;
+  // Bumped by every change, so a change that lands while the reader is busy is never slept through.
+  let changes = 0;
+  let wake: (() => void) | undefined;
+  const rouse = () => {
+    changes += 1;
+    wake?.();
+    wake = undefined;
+  };
+  const unsubscribe = deps.feed.subscribe(runId, (change) => {
+    if (change.kind === 'events') fresh.push(...change.events);
+    else latest = change.run;
+    rouse();
+  });
+  signal?.addEventListener('abort', rouse, { once: true });
+  try {
+    latest = (await deps.store.getRun(runId)) ?? latest;
+    while (!signal?.aborted) {
+      const seen = changes;
+      const handed = fresh.filter((e) => e.seq > cursor);
+      fresh = [];
+      // Handed-over events are used only when they follow the cursor without a gap.
+      const batch =
+        handed.length > 0 && handed[0].seq === cursor + 1 ? handed : await deps.store.readEvents(runId, cursor, PAGE);
+      for (const stored of batch) {
+        if (stored.seq <= cursor) continue;
+        cursor = stored.seq;
+        yield stored;
+      }
+      if (batch.length > 0) continue;
+      if (!latest || (isTerminal(latest.status) && cursor >= (latest.lastSeq ?? 0))) return;
+      if (changes === seen) await new Promise<void>((resolve) => (wake = resolve));
+    }
+  } finally {
+    unsubscribe();
+    signal?.removeEventListener('abort', rouse);
+  }
+}

@@ -1,0 +1,32 @@
+import { cancelRun } from './cancel-run.js';
+import type { CoreDeps } from './deps.js';
+import { dispatchRun } from './dispatch-run.js';
+import { expireAsks } from './expire-asks.js';
+import { followRun } from './follow-run.js';
+import type { Principal } from './model.js';
+import { recover } from './recover.js';
+import { startRun, type StartRunRequest } from './start-run.js';
+import { threadView } from './thread-view.js';
+
+/**
+ * The core's use cases bound to one set of ports: what doors, dispatchers and timers call.
+ * Each method is one use case; the functions stay importable on their own for tests.
+ */
+export function createGateway(deps: CoreDeps) {
+  return {
+    deps,
+    startRun: (request: StartRunRequest) => startRun(deps, request),
+    dispatchRun: (runId: string) => dispatchRun(deps, runId),
+    cancelRun: (runId: string, principal: Principal) => cancelRun(deps, runId, principal),
+    expireAsks: (runId: string) => expireAsks(deps, runId),
+    recover: () => recover(deps),
+    followRun: (runId: string, afterSeq: number, signal?: AbortSignal) => followRun(deps, runId, afterSeq, signal),
+    threadView: (threadId: string, principal: Principal) => threadView(deps, threadId, principal),
+    getRun: async (runId: string, principal: Principal) => {
+      const run = await deps.store.getRun(runId);
+      return run && run.tenant === principal.tenant ? run : undefined;
+    },
+  };
+}
+
+export type Gateway = ReturnType<typeof createGateway>;

@@ -1,0 +1,108 @@
+import type { Interrupt, RunAgentInput } from '@ag-ui/core';
+
+/** queued → running → completed | failed | cancelled, with cancelling between running and the end. */
+export type RunStatus = 'queued' | 'running' | 'cancelling' | 'completed' | 'failed' | 'cancelled';
+
+export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
+
+export function isTerminal(status: RunStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+/** Which door a run came through: AG-UI callers send the whole conversation, A2A callers only the new message. */
+export type DoorName = 'agui' | 'a2a';
+
+export type AskState = 'open' | 'answered' | 'expired' | 'cancelled';
+
+/**
+ * Something a finished run left open: an interrupt of an `interrupt` outcome, or a tool call
+ * started with no result. Asks of one run are answered together, so they live on the run's record.
+ */
+export interface Ask {
+  id: string;
+  kind: 'interrupt' | 'tool_call';
+  state: AskState;
+  /** The interrupt as the agent sent it (kind `interrupt`). */
+  interrupt?: Interrupt;
+  toolCallId?: string;
+  toolCallName?: string;
+  expiresAt?: string;
+  /** The run that answered, cancelled or (for `expired`) nothing. */
+  closedByRunId?: string;
+}
+
+export interface Run {
+  runId: string;
+  threadId: string;
+  agentId: string;
+  tenant: string;
+  principal: string;
+  door: DoorName;
+  status: RunStatus;
+  /** Position in the thread's arrival order (1, 2, …), given by the thread's counter. */
+  arrival: number;
+  /** The run this one answers. */
+  parentRunId?: string;
+  /** The first run of the lineage: the A2A task id. */
+  rootRunId: string;
+  /** The input as the caller sent it (funduq's own annotations excluded). */
+  input: RunAgentInput;
+  createdAt: string;
+  startedAt?: string;
+  endedAt?: string;
+  /** How a `completed` run ended, as AG-UI 1.0 names it. */
+  outcome?: 'success' | 'interrupt' | 'cancelled';
+  /** A stable code for why a run failed or was cancelled. */
+  reason?: string;
+  /** For a person to read, beside `reason`. */
+  message?: string;
+  cancelRequested?: boolean;
+  asks?: Record<string, Ask>;
+  /** The seq of the run's last stored event, set when the run settles. */
+  lastSeq?: number;
+}
+
+export interface Thread {
+  threadId: string;
+  agentId: string;
+  tenant: string;
+  createdAt: string;
+  /** How many runs of the thread are `queued` now; held on the thread so the limit is one conditional write. */
+  queued: number;
+  /** The thread's arrival counter. */
+  arrivals: number;
+  /** The latest run that settled with asks; its record says whether they are still open. */
+  waitingRunId?: string;
+}
+
+/** One AG-UI event of a run, as stored: `seq` is 1, 2, … per run. */
+export interface StoredEvent {
+  runId: string;
+  seq: number;
+  event: AgUiEventRecord;
+}
+
+/** An AG-UI event as JSON; unknown event types are kept untouched. */
+export type AgUiEventRecord = { type: string } & Record<string, unknown>;
+
+export interface AgentProviderSpec {
+  kind: string;
+  url?: string;
+  headers?: Record<string, string>;
+}
+
+export interface Agent {
+  id: string;
+  description: string;
+  provider: AgentProviderSpec;
+  takesInterjections: boolean;
+  timeoutSeconds: number;
+  idleTimeoutSeconds: number;
+}
+
+export interface Principal {
+  id: string;
+  tenant: string;
+}
+
+export const ANONYMOUS: Principal = { id: 'anonymous', tenant: 'anonymous' };

@@ -1,0 +1,102 @@
+import type { RunAgentInput } from '@ag-ui/core';
+import type { Agent, AskState, Run, RunStatus, StoredEvent, Thread } from './model.js';
+
+/**
+ * The record: threads, runs (with their asks), agents and run_events. Every status change is a
+ * single-item conditional write, so of two writers exactly one wins and the loser changes nothing.
+ */
+export interface RunStore {
+  getThread(threadId: string): Promise<Thread | undefined>;
+  /** Creates the thread unless one with that id exists; false when it did. */
+  createThread(thread: Thread): Promise<boolean>;
+  /**
+   * Takes the thread's next arrival number and, when `limit` is given, one of its queue places:
+   * `queued + 1` only while `queued < limit`. Undefined when the queue is full (nothing written).
+   */
+  reserveArrival(threadId: string, limit: number | undefined): Promise<number | undefined>;
+  /** Gives back a queue place (a run left `queued`); never below zero. */
+  releaseQueuePlace(threadId: string): Promise<void>;
+  /** Recovery: sets the thread's queued count to what the run records say. */
+  setQueued(threadId: string, queued: number): Promise<void>;
+  setWaitingRun(threadId: string, runId: string): Promise<void>;
+
+  /** Creates the run unless one with that id exists; false when it did. */
+  createRun(run: Run): Promise<boolean>;
+  getRun(runId: string): Promise<Run | undefined>;
+  /** The thread's runs in arrival order. */
+  listThreadRuns(threadId: string): Promise<Run[]>;
+  /** Every run in a status (recovery on one machine; a scan). */
+  listRunsByStatus(status: RunStatus): Promise<Run[]>;
+  /** A page of root runs (task ids) of a tenant, newest first. */
+  listRootRuns(tenant: string, page: { limit: number; cursor?: string }): Promise<{ runs: Run[]; cursor?: string }>;
+  /**
+   * Applies `patch` (which sets `status`) only while the run's status is one of `from`.
+   * Returns the run as written, or undefined when the condition failed.
+   */
+  transitionRun(runId: string, from: readonly RunStatus[], patch: Partial<Run> & { status: RunStatus }): Promise<Run | undefined>;
+  /**
+   * Moves the named asks from `open` to their new states in one conditional write: every named
+   * ask must still be `open`. Returns the run as written, or undefined when any was not open.
+   */
+  closeAsks(runId: string, changes: Record<string, { state: Exclude<AskState, 'open'>; closedByRunId?: string }>): Promise<Run | undefined>;
+
+  /** Appends events; their seqs are new for the run (one writer per run: its dispatcher). */
+  appendEvents(events: StoredEvent[]): Promise<void>;
+  /** Events with seq > afterSeq, in order, at most `limit`. */
+  readEvents(runId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]>;
+  lastSeq(runId: string): Promise<number>;
+
+  putAgent(agent: Agent): Promise<void>;
+  getAgent(agentId: string): Promise<Agent | undefined>;
+  listAgents(): Promise<Agent[]>;
+  deleteAgent(agentId: string): Promise<void>;
+}
+
+/**
+ * The inbound gap: one FIFO per thread. A run's message is delivered only after the thread's
+ * previous run settled (its dispatch returned).
+ */
+export interface ThreadQueue {
+  enqueue(message: { threadId: string; runId: string }): Promise<void>;
+}
+
+/** The outbound gap's clock: fires `expireAsks(runId)` at the earliest `expiresAt` of a waiting run. */
+export interface AskTimer {
+  arm(runId: string, expiresAt: string): Promise<void>;
+  disarm(runId: string): Promise<void>;
+}
+
+export type RunChange =
+  | { kind: 'events'; runId: string; events: StoredEvent[] }
+  | { kind: 'status'; runId: string; run: Run };
+
+/**
+ * Wake-ups for readers of a run: published after the store took the write, so a reader that
+ * is woken reads what is stored. On AWS the store's streams play this part.
+ */
+export interface ChangeFeed {
+  publish(change: RunChange): void;
+  subscribe(runId: string, listener: (change: RunChange) => void): () => void;
+}
+
+export interface ProviderContext {
+  agent: Agent;
+  /** Aborted when the run is cancelled or runs past its time: the provider stops and returns. */
+  signal: AbortSignal;
+}
+
+/**
+ * Where an agent's loop runs. Yields AG-UI events as JSON objects; throws `RunFailure` to end
+ * the run with a code of its own.
+ */
+export interface Provider {
+  run(input: RunAgentInput, context: ProviderContext): AsyncIterable<unknown>;
+}
+
+export interface Clock {
+  now(): number;
+}
+
+export interface IdSource {
+  newId(): string;
+}

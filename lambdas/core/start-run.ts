@@ -1,0 +1,167 @@
+import type { RunAgentInput } from '@ag-ui/core';
+import { matchAnswer, namedAsks, type AskClosing } from './answers.js';
+import { isoNow, type CoreDeps } from './deps.js';
+import { ok, refuse, type Result } from './errors.js';
+import type { DoorName, Principal, Run, Thread } from './model.js';
+import { openAsks } from './outcome.js';
+import { callerInput, sameInput } from './run-input.js';
+import { expireOpenAsks } from './expire-asks.js';
+
+export interface StartRunRequest {
+  agentId: string;
+  input: RunAgentInput;
+  door: DoorName;
+  principal: Principal;
+}
+
+export interface StartedRun {
+  run: Run;
+  /** True when the runId named a run that already existed with the same input. */
+  attached: boolean;
+}
+
+/**
+ * Accepts one input for a thread: either it answers every open ask of the thread's waiting run
+ * (a new run whose parent is the asking run, never refused by the queue limit), or it is an
+ * ordinary run that waits its turn in the thread queue.
+ */
+export async function startRun(deps: CoreDeps, request: StartRunRequest): Promise<Result<StartedRun>> {
+  const { store } = deps;
+  const input = callerInput(request.input);
+  const agent = await store.getAgent(request.agentId);
+  if (!agent) return refuse('agent_not_found', `no agent named "${request.agentId}"`);
+
+  const existing = await store.getRun(input.runId);
+  if (existing) return attach(existing, request, input);
+
+  const thread = await openThread(deps, request, input.threadId);
+  if (!thread.ok) return thread;
+
+  const waiting = thread.value.waitingRunId ? await store.getRun(thread.value.waitingRunId) : undefined;
+  const open = openAsks(waiting);
+  const named = waiting ? namedAsks(input, Object.values(waiting.asks ?? {})) : [];
+  const resumes = (input.resume ?? []).length > 0;
+
+  if (resumes && open.length === 0) {
+    if (named.some((ask) => ask.state === 'expired')) {
+      return refuse('interrupt_expired', 'the interrupt this input answers has expired');
+    }
+    return refuse('no_open_ask', 'the thread has no open ask for this resume to answer');
+  }
+  if (waiting && open.length > 0) {
+    const now = deps.clock.now();
+    const lapsed = open.filter((ask) => ask.expiresAt !== undefined && Date.parse(ask.expiresAt) <= now);
+    if (lapsed.length > 0 && (resumes || named.length > 0)) {
+      await expireOpenAsks(deps, waiting);
+      return refuse('interrupt_expired', `the interrupt expired at ${lapsed[0].expiresAt}`);
+    }
+    const match = matchAnswer(input, open, input.runId);
+    if (match.kind === 'answer') return answer(deps, request, input, waiting, match.closing);
+  }
+  return enqueueOrdinary(deps, request, input, thread.value);
+}
+
+function attach(existing: Run, request: StartRunRequest, input: RunAgentInput): Result<StartedRun> {
+  if (existing.agentId !== request.agentId || existing.tenant !== request.principal.tenant) {
+    return refuse('run_id_conflict', `runId "${input.runId}" is taken`);
+  }
+  if (existing.threadId !== input.threadId || !sameInput(existing.input, input)) {
+    return refuse('run_id_conflict', `runId "${input.runId}" was already used with a different input`);
+  }
+  return ok({ run: existing, attached: true });
+}
+
+async function openThread(deps: CoreDeps, request: StartRunRequest, threadId: string): Promise<Result<Thread>> {
+  const { store } = deps;
+  let thread = await store.getThread(threadId);
+  if (!thread) {
+    const fresh: Thread = {
+      threadId,
+      agentId: request.agentId,
+      tenant: request.principal.tenant,
+      createdAt: isoNow(deps),
+      queued: 0,
+      arrivals: 0,
+    };
+    // Two first messages may race to create the thread; the loser reads the winner's.
+    thread = (await store.createThread(fresh)) ? fresh : await store.getThread(threadId);
+    if (!thread) return refuse('thread_not_found', `thread "${threadId}" could not be opened`);
+  }
+  if (thread.tenant !== request.principal.tenant) {
+    return refuse('thread_not_found', `no thread "${threadId}"`);
+  }
+  if (thread.agentId !== request.agentId) {
+    return refuse('thread_agent_mismatch', `thread "${threadId}" belongs to agent "${thread.agentId}"`);
+  }
+  return ok(thread);
+}
+
+async function answer(
+  deps: CoreDeps,
+  request: StartRunRequest,
+  input: RunAgentInput,
+  waiting: Run,
+  closing: AskClosing,
+): Promise<Result<StartedRun>> {
+  const { store } = deps;
+  // The one conditional write that makes exactly one of concurrent answers the answer.
+  const closed = await store.closeAsks(waiting.runId, closing);
+  if (!closed) {
+    const now = await store.getRun(waiting.runId);
+    if (Object.values(now?.asks ?? {}).some((ask) => ask.state === 'expired')) {
+      return refuse('interrupt_expired', 'the interrupt this input answers has expired');
+    }
+    return refuse('no_open_ask', 'the asks this input answers were already answered or closed');
+  }
+  await deps.timer.disarm(waiting.runId);
+  const arrival = await store.reserveArrival(input.threadId, undefined);
+  return accept(deps, request, input, arrival ?? 0, { parentRunId: waiting.runId, rootRunId: waiting.rootRunId });
+}
+
+async function enqueueOrdinary(
+  deps: CoreDeps,
+  request: StartRunRequest,
+  input: RunAgentInput,
+  thread: Thread,
+): Promise<Result<StartedRun>> {
+  // Places count runs not yet settled, so a thread holds one running run plus `threadQueueLimit` queued.
+  const arrival = await deps.store.reserveArrival(thread.threadId, deps.settings.threadQueueLimit + 1);
+  if (arrival === undefined) {
+    return refuse(
+      'thread_queue_full',
+      `thread "${thread.threadId}" already has ${deps.settings.threadQueueLimit} runs waiting`,
+    );
+  }
+  return accept(deps, request, input, arrival, { rootRunId: input.runId });
+}
+
+async function accept(
+  deps: CoreDeps,
+  request: StartRunRequest,
+  input: RunAgentInput,
+  arrival: number,
+  lineage: { parentRunId?: string; rootRunId: string },
+): Promise<Result<StartedRun>> {
+  const run: Run = {
+    runId: input.runId,
+    threadId: input.threadId,
+    agentId: request.agentId,
+    tenant: request.principal.tenant,
+    principal: request.principal.id,
+    door: request.door,
+    status: 'queued',
+    arrival,
+    rootRunId: lineage.rootRunId,
+    input,
+    createdAt: isoNow(deps),
+  };
+  if (lineage.parentRunId !== undefined) run.parentRunId = lineage.parentRunId;
+  if (!(await deps.store.createRun(run))) {
+    // The same runId raced in; give back the place and answer as a repeat would.
+    await deps.store.releaseQueuePlace(input.threadId);
+    const existing = await deps.store.getRun(input.runId);
+    return existing ? attach(existing, request, input) : refuse('run_id_conflict', `runId "${input.runId}" is taken`);
+  }
+  await deps.queue.enqueue({ threadId: run.threadId, runId: run.runId });
+  return ok({ run, attached: false });
+}

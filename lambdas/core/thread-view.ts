@@ -1,0 +1,66 @@
+import type { Message } from '@ag-ui/core';
+import type { CoreDeps } from './deps.js';
+import { refuse, ok, type Result } from './errors.js';
+import { foldThread } from './fold.js';
+import type { Ask, Principal, Run } from './model.js';
+import { openAsks } from './outcome.js';
+
+export interface ThreadView {
+  threadId: string;
+  agentId: string;
+  createdAt: string;
+  messages: Message[];
+  /** The run holding the thread now, if any. */
+  activeRun?: RunSummary;
+  /** Runs waiting their turn, in arrival order. */
+  queue: RunSummary[];
+  /** The waiting run's open asks, with their expiry. */
+  openAsks: (Pick<Ask, 'id' | 'kind' | 'expiresAt' | 'toolCallId' | 'toolCallName'> & { runId: string; reason?: string })[];
+  runs: RunSummary[];
+}
+
+export interface RunSummary {
+  runId: string;
+  status: Run['status'];
+  parentRunId?: string;
+  createdAt: string;
+  outcome?: Run['outcome'];
+  reason?: string;
+}
+
+export async function threadView(deps: CoreDeps, threadId: string, principal: Principal): Promise<Result<ThreadView>> {
+  const thread = await deps.store.getThread(threadId);
+  if (!thread || thread.tenant !== principal.tenant) return refuse('thread_not_found', `no thread "${threadId}"`);
+  const runs = await deps.store.listThreadRuns(threadId);
+  const waiting = runs.find((run) => run.runId === thread.waitingRunId);
+  const active = runs.find((run) => run.status === 'running' || run.status === 'cancelling');
+  return ok({
+    threadId,
+    agentId: thread.agentId,
+    createdAt: thread.createdAt,
+    messages: await foldThread(deps.store, runs),
+    ...(active ? { activeRun: summary(active) } : {}),
+    queue: runs.filter((run) => run.status === 'queued').map(summary),
+    openAsks: openAsks(waiting).map((ask) => ({
+      runId: waiting!.runId,
+      id: ask.id,
+      kind: ask.kind,
+      ...(ask.interrupt?.reason !== undefined ? { reason: ask.interrupt.reason } : {}),
+      ...(ask.expiresAt !== undefined ? { expiresAt: ask.expiresAt } : {}),
+      ...(ask.toolCallId !== undefined ? { toolCallId: ask.toolCallId } : {}),
+      ...(ask.toolCallName !== undefined ? { toolCallName: ask.toolCallName } : {}),
+    })),
+    runs: runs.map(summary),
+  });
+}
+
+export function summary(run: Run): RunSummary {
+  return {
+    runId: run.runId,
+    status: run.status,
+    createdAt: run.createdAt,
+    ...(run.parentRunId !== undefined ? { parentRunId: run.parentRunId } : {}),
+    ...(run.outcome !== undefined ? { outcome: run.outcome } : {}),
+    ...(run.reason !== undefined ? { reason: run.reason } : {}),
+  };
+}

@@ -1,0 +1,77 @@
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { Gateway } from '../core/gateway.js';
+import type { Principal } from '../core/model.js';
+import { aguiDoor } from './agui.js';
+import { errorResponse } from './http-errors.js';
+import { openMode, type PrincipalResolver } from './principal.js';
+import type { SseOptions } from './sse.js';
+
+export interface AppOptions {
+  gateway: Gateway;
+  sse?: Partial<SseOptions>;
+  principal?: PrincipalResolver;
+  /** Largest request body accepted. */
+  maxBodyBytes?: number;
+  /** Logs unexpected errors (the caller gets a 500 with no detail). */
+  onError?: (error: unknown) => void;
+}
+
+/** Every door as one Hono app, written once and served by @hono/node-server or hono/aws-lambda. */
+export function createApp(options: AppOptions) {
+  const { gateway } = options;
+  const sse: SseOptions = { heartbeatMs: 10_000, ...options.sse };
+  const resolve = options.principal ?? openMode;
+  const app = new Hono<{ Variables: { principal: Principal } }>();
+
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: options.maxBodyBytes ?? 1024 * 1024,
+      onError: (c) => {
+        // The unread rest of the body is still on the socket: the connection cannot be reused.
+        c.header('Connection', 'close');
+        return errorResponse(c, 'payload_too_large', 'the request body is too large');
+      },
+    }),
+  );
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    await gateway.deps.store.getThread('readyz');
+    return c.json({ status: 'ready' });
+  });
+  app.use('*', async (c, next) => {
+    const principal = await resolve(c);
+    if (!principal) return errorResponse(c, 'unauthorized', 'a valid credential is required');
+    c.set('principal', principal);
+    await next();
+  });
+
+  app.route('/agui', aguiDoor(gateway, sse));
+
+  app.get('/threads/:threadId', async (c) => {
+    const view = await gateway.threadView(c.req.param('threadId'), c.get('principal'));
+    return view.ok ? c.json(view.value) : errorResponse(c, view.code, view.message);
+  });
+
+  app.get('/agents', async (c) => {
+    const agents = await gateway.deps.store.listAgents();
+    return c.json({
+      agents: agents.map((agent) => ({
+        id: agent.id,
+        description: agent.description,
+        takesInterjections: agent.takesInterjections,
+        agui: `/agui/${agent.id}`,
+      })),
+    });
+  });
+
+  app.notFound((c) => errorResponse(c, 'not_found', `no route ${c.req.method} ${c.req.path}`));
+  app.onError((error, c) => {
+    options.onError?.(error);
+    return errorResponse(c, 'internal_error', 'the gateway failed to answer; the error was logged');
+  });
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,37 @@
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { RefusalCode } from '../core/errors.js';
+
+/** The one table from core refusal codes to HTTP statuses, for the AG-UI and admin doors. */
+const STATUS: Record<RefusalCode, ContentfulStatusCode> = {
+  invalid_input: 400,
+  agent_not_found: 404,
+  thread_not_found: 404,
+  run_not_found: 404,
+  thread_agent_mismatch: 409,
+  run_id_conflict: 409,
+  no_open_ask: 409,
+  task_not_cancelable: 409,
+  interrupt_expired: 410,
+  thread_queue_full: 429,
+};
+
+/** How long a caller refused by a full thread queue should wait before trying again. */
+export const QUEUE_FULL_RETRY_AFTER_SECONDS = 2;
+
+export type DoorErrorCode = RefusalCode | 'not_found' | 'payload_too_large' | 'unauthorized' | 'internal_error';
+
+export function errorResponse(c: Context, code: DoorErrorCode, message: string): Response {
+  const status: ContentfulStatusCode =
+    code in STATUS
+      ? STATUS[code as RefusalCode]
+      : code === 'not_found'
+        ? 404
+        : code === 'payload_too_large'
+          ? 413
+          : code === 'unauthorized'
+            ? 401
+            : 500;
+  if (code === 'thread_queue_full') c.header('Retry-After', String(QUEUE_FULL_RETRY_AFTER_SECONDS));
+  return c.json({ error: { code, message } }, status);
+}

@@ -1,0 +1,100 @@
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
+import { Construct } from 'constructs';
+import { ENV } from '../lambdas/handlers/environment.js';
+import { GatewayFunction } from './gateway-function.js';
+import type { Store } from './store.js';
+
+export interface AskWaiterProps {
+  store: Store;
+  logRetention: logs.RetentionDays;
+  environment: Record<string, string>;
+}
+
+/**
+ * The outbound gap's clock: one Standard execution per waiting run, named after the run, with
+ * input `{ runId, expiresAt }`. It waits until the earliest `expiresAt`, then the expirer marks
+ * the run's open asks `expired`. An answer or a cancel stops the execution (StopExecution by its
+ * name, so nothing has to remember a task token). The expirer answers with the input of the next
+ * round: `{ runId }` when it is done, `{ runId, expiresAt }` when it was woken early and the run
+ * must wait again (the core re-arms in that case, and a running execution cannot be started again).
+ */
+export class AskWaiter extends Construct {
+  readonly stateMachine: sfn.StateMachine;
+  readonly expirer: GatewayFunction;
+  readonly failuresAlarm: cloudwatch.Alarm;
+
+  constructor(scope: Construct, id: string, props: AskWaiterProps) {
+    super(scope, id);
+    this.expirer = new GatewayFunction(this, 'Expirer', {
+      handler: 'ask-expirer',
+      description: 'funduq: marks the open asks of a waiting run expired',
+      timeout: Duration.seconds(30),
+      memorySize: 256,
+      logRetention: props.logRetention,
+      environment: props.environment,
+    });
+    props.store.runs.grantReadWriteData(this.expirer.function);
+
+    const hasExpiry = new sfn.Choice(this, 'Has an expiry?');
+    const waitForExpiry = new sfn.Wait(this, 'Wait until the earliest expiresAt', {
+      time: sfn.WaitTime.timestampPath('$.expiresAt'),
+    });
+    const expire = new tasks.LambdaInvoke(this, 'Expire the open asks', {
+      lambdaFunction: this.expirer.function,
+      payload: sfn.TaskInput.fromObject({
+        runId: sfn.JsonPath.stringAt('$.runId'),
+        expiresAt: sfn.JsonPath.stringAt('$.expiresAt'),
+      }),
+      payloadResponseOnly: true,
+      retryOnServiceExceptions: true,
+    });
+    expire.addRetry({
+      errors: ['States.ALL'],
+      interval: Duration.seconds(5),
+      backoffRate: 2,
+      maxAttempts: 6,
+    });
+    const done = new sfn.Succeed(this, 'Nothing left to expire');
+    hasExpiry
+      .when(sfn.Condition.isPresent('$.expiresAt'), waitForExpiry.next(expire).next(hasExpiry))
+      .otherwise(done);
+
+    this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
+      stateMachineType: sfn.StateMachineType.STANDARD,
+      definitionBody: sfn.DefinitionBody.fromChainable(hasExpiry),
+      comment: 'funduq ask waiter: expires the open asks of a waiting run at their earliest expiresAt',
+      logs: {
+        destination: new logs.LogGroup(this, 'Logs', { retention: props.logRetention }),
+        level: sfn.LogLevel.ERROR,
+      },
+    });
+
+    this.failuresAlarm = new cloudwatch.Alarm(this, 'FailuresAlarm', {
+      alarmDescription: 'funduq ask waiter: an execution failed, so some asks may never expire',
+      metric: this.stateMachine.metricFailed({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+  }
+
+  /** What a function needs to arm the timer of a run (the dispatcher, when a run settles with asks). */
+  grantArm(grantee: iam.IGrantable): void {
+    this.stateMachine.grantStartExecution(grantee);
+  }
+
+  /** What a function needs to disarm it (the doors, on an answer or a cancel). */
+  grantDisarm(grantee: iam.IGrantable): void {
+    this.stateMachine.grantExecution(grantee, 'states:StopExecution');
+  }
+
+  get environment(): Record<string, string> {
+    return { [ENV.askWaiterArn]: this.stateMachine.stateMachineArn };
+  }
+}

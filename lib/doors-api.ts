@@ -1,0 +1,175 @@
+import { Duration } from 'aws-cdk-lib';
+import * as apigw from 'aws-cdk-lib/aws-apigateway';
+import type * as acm from 'aws-cdk-lib/aws-certificatemanager';
+import type * as cognito from 'aws-cdk-lib/aws-cognito';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import { Construct } from 'constructs';
+import { ENV } from '../lambdas/handlers/environment.js';
+import type { AskWaiter } from './ask-waiter.js';
+import { GatewayFunction } from './gateway-function.js';
+import type { Store } from './store.js';
+import type { ThreadQueue } from './thread-queue.js';
+
+/**
+ * How API Gateway authenticates callers before a door sees them.
+ * `none` is for a demo stage only: anyone who finds the URL can run the agents.
+ */
+export type ApiAuth = { mode: 'none' } | { mode: 'apiKey' } | { mode: 'jwt'; userPool: cognito.IUserPool };
+
+export interface CustomDomain {
+  domainName: string;
+  certificate: acm.ICertificate;
+}
+
+export interface DoorsApiProps {
+  store: Store;
+  threadQueue: ThreadQueue;
+  askWaiter: AskWaiter;
+  adminToken: secretsmanager.ISecret;
+  auth: ApiAuth;
+  stageName: string;
+  logRetention: logs.RetentionDays;
+  environment: Record<string, string>;
+  domain?: CustomDomain;
+}
+
+/** A streaming response may last 15 minutes; the SSE framing ends cleanly before that. */
+const STREAM_TIMEOUT = Duration.minutes(15);
+/** API Gateway's default cap for a buffered integration. */
+const BUFFERED_TIMEOUT = Duration.seconds(29);
+
+type Transfer = 'stream' | 'buffered';
+type Access = 'authenticated' | 'public';
+
+/**
+ * The doors on API Gateway (REST): every route is served by the same Hono app, from one of two
+ * functions. Routes that answer with a stream (AG-UI runs and event tails, A2A JSON-RPC, where
+ * SendStreamingMessage shares the path with the rest, and the A2A REST binding, where
+ * `message:stream` and `:subscribe` share the greedy path) use response streaming, which also
+ * lifts the 29 s cap off a blocking SendMessage. The rest is buffered.
+ */
+export class DoorsApi extends Construct {
+  readonly api: apigw.RestApi;
+  readonly streaming: GatewayFunction;
+  readonly buffered: GatewayFunction;
+  readonly apiKey?: apigw.IApiKey;
+  readonly domain?: apigw.DomainName;
+  private readonly streamingIntegration: apigw.LambdaIntegration;
+  private readonly bufferedIntegration: apigw.LambdaIntegration;
+  private readonly authenticated: apigw.MethodOptions;
+
+  constructor(scope: Construct, id: string, props: DoorsApiProps) {
+    super(scope, id);
+    const environment = { ...props.environment, [ENV.apiAuth]: props.auth.mode };
+    this.streaming = new GatewayFunction(this, 'Streaming', {
+      handler: 'doors-stream',
+      description: 'funduq doors: AG-UI and A2A routes that answer with a stream',
+      timeout: STREAM_TIMEOUT,
+      logRetention: props.logRetention,
+      environment,
+    });
+    this.buffered = new GatewayFunction(this, 'Buffered', {
+      handler: 'doors',
+      description: 'funduq doors: threads, agents, admin, agent cards, health',
+      timeout: BUFFERED_TIMEOUT.plus(Duration.seconds(1)),
+      logRetention: props.logRetention,
+      environment,
+    });
+    for (const door of [this.streaming.function, this.buffered.function]) {
+      props.store.runs.grantReadWriteData(door);
+      props.store.runEvents.grantReadWriteData(door);
+      props.threadQueue.queue.grantSendMessages(door);
+      props.askWaiter.grantDisarm(door);
+      props.adminToken.grantRead(door);
+    }
+
+    this.api = new apigw.RestApi(this, 'Api', {
+      restApiName: 'funduq',
+      description: 'funduq: AG-UI and A2A doors in front of agent providers',
+      // A regional endpoint keeps a stream open while idle for up to 5 minutes; an
+      // edge-optimized one drops it after 30 s (API Gateway response streaming considerations).
+      endpointConfiguration: { types: [apigw.EndpointType.REGIONAL] },
+      // The account-wide CloudWatch role is an account setting, not this stack's to own.
+      cloudWatchRole: false,
+      deployOptions: {
+        stageName: props.stageName,
+        tracingEnabled: true,
+        metricsEnabled: true,
+      },
+    });
+    this.streamingIntegration = new apigw.LambdaIntegration(this.streaming.function, {
+      responseTransferMode: apigw.ResponseTransferMode.STREAM,
+      timeout: STREAM_TIMEOUT,
+      // One resource-policy statement per function rather than two per method (the policy is capped at 20 KB).
+      scopePermissionToMethod: false,
+    });
+    this.bufferedIntegration = new apigw.LambdaIntegration(this.buffered.function, {
+      timeout: BUFFERED_TIMEOUT,
+      scopePermissionToMethod: false,
+    });
+    this.authenticated = this.authentication(props.auth);
+
+    this.route('POST', '/agui/{agentId}', 'stream');
+    this.route('GET', '/agui/{agentId}/runs/{runId}/events', 'stream');
+    this.route('POST', '/a2a/{agentId}', 'stream');
+    this.route('ANY', '/a2a/{agentId}/rest/{proxy+}', 'stream');
+    // The agent card is how a caller learns which credential to bring; health is for probes.
+    this.route('GET', '/a2a/{agentId}/.well-known/agent-card.json', 'buffered', 'public');
+    this.route('GET', '/healthz', 'buffered', 'public');
+    this.route('GET', '/readyz', 'buffered', 'public');
+    // Everything else (threads, agents, admin, cancel, …) is buffered. Each branch that holds a
+    // streaming route gets its own greedy fallback, so no path depends on how API Gateway
+    // backtracks from a literal segment to an ancestor's {proxy+}.
+    this.route('ANY', '/{proxy+}', 'buffered');
+    this.route('ANY', '/agui/{agentId}/{proxy+}', 'buffered');
+    this.route('ANY', '/agui/{agentId}/runs/{runId}/{proxy+}', 'buffered');
+    this.route('ANY', '/a2a/{agentId}/{proxy+}', 'buffered');
+
+    if (props.auth.mode === 'apiKey') {
+      const plan = this.api.addUsagePlan('UsagePlan', {
+        name: 'funduq',
+        description: 'funduq callers: the key in the x-api-key header',
+        apiStages: [{ api: this.api, stage: this.api.deploymentStage }],
+      });
+      // The key's value is generated by API Gateway and never appears in the template.
+      this.apiKey = this.api.addApiKey('ApiKey', { description: 'funduq caller key' });
+      plan.addApiKey(this.apiKey);
+    }
+
+    if (props.domain) {
+      this.domain = this.api.addDomainName('Domain', {
+        domainName: props.domain.domainName,
+        certificate: props.domain.certificate,
+        endpointType: apigw.EndpointType.REGIONAL,
+        securityPolicy: apigw.SecurityPolicy.TLS_1_2,
+      });
+    }
+  }
+
+  /** The base URL callers use: the custom domain when there is one, else the stage's URL. */
+  get url(): string {
+    return this.domain ? `https://${this.domain.domainName}/` : this.api.url;
+  }
+
+  private authentication(auth: ApiAuth): apigw.MethodOptions {
+    switch (auth.mode) {
+      case 'none':
+        return {};
+      case 'apiKey':
+        return { apiKeyRequired: true };
+      case 'jwt':
+        return {
+          authorizationType: apigw.AuthorizationType.COGNITO,
+          authorizer: new apigw.CognitoUserPoolsAuthorizer(this, 'Authorizer', { cognitoUserPools: [auth.userPool] }),
+        };
+    }
+  }
+
+  private route(method: string, path: string, transfer: Transfer, access: Access = 'authenticated'): apigw.Method {
+    const integration = transfer === 'stream' ? this.streamingIntegration : this.bufferedIntegration;
+    return this.api.root
+      .resourceForPath(path)
+      .addMethod(method, integration, access === 'public' ? {} : this.authenticated);
+  }
+}

@@ -1,0 +1,82 @@
+import { fileURLToPath } from 'node:url';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+
+const PROJECT_ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+/** The Lambda entry points under `lambdas/handlers/`, one per function. */
+export type HandlerName = 'doors' | 'doors-stream' | 'dispatcher' | 'ask-expirer' | 'stream-handler';
+
+export interface GatewayFunctionProps {
+  handler: HandlerName;
+  description: string;
+  timeout: Duration;
+  memorySize?: number;
+  environment?: Record<string, string>;
+  logRetention: logs.RetentionDays;
+  reservedConcurrentExecutions?: number;
+}
+
+/**
+ * One of the gateway's Lambda functions: Node.js 22 on arm64, bundled by esbuild as ESM, with
+ * Powertools configured, a log group with the stack's retention, and an alarm on its errors.
+ */
+export class GatewayFunction extends Construct {
+  readonly function: NodejsFunction;
+  readonly errorsAlarm: cloudwatch.Alarm;
+
+  constructor(scope: Construct, id: string, props: GatewayFunctionProps) {
+    super(scope, id);
+    const logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.function = new NodejsFunction(this, 'Function', {
+      entry: `${PROJECT_ROOT}lambdas/handlers/${props.handler}.ts`,
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: `${PROJECT_ROOT}package-lock.json`,
+      handler: 'handler',
+      description: props.description,
+      runtime: lambda.Runtime.NODEJS_22_X,
+      architecture: lambda.Architecture.ARM_64,
+      timeout: props.timeout,
+      memorySize: props.memorySize ?? 512,
+      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
+      tracing: lambda.Tracing.ACTIVE,
+      loggingFormat: lambda.LoggingFormat.JSON,
+      logGroup,
+      environment: {
+        NODE_OPTIONS: '--enable-source-maps',
+        POWERTOOLS_SERVICE_NAME: 'funduq',
+        POWERTOOLS_METRICS_NAMESPACE: 'funduq',
+        POWERTOOLS_LOG_LEVEL: 'INFO',
+        FUNDUQ_FUNCTION: props.handler,
+        ...props.environment,
+      },
+      bundling: {
+        format: OutputFormat.ESM,
+        target: 'node22',
+        mainFields: ['module', 'main'],
+        minify: true,
+        sourceMap: true,
+        // The SDK clients are pinned in package-lock.json; bundling them keeps the runtime's own copy out of the picture.
+        bundleAwsSDK: true,
+        externalModules: [],
+        // Some CommonJS dependencies call `require` at run time, which an ESM bundle lacks.
+        banner: "import { createRequire as __funduqCreateRequire } from 'node:module'; const require = __funduqCreateRequire(import.meta.url);",
+      },
+    });
+    this.errorsAlarm = new cloudwatch.Alarm(this, 'ErrorsAlarm', {
+      alarmDescription: `funduq ${props.handler}: the function reported errors`,
+      metric: this.function.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+  }
+}

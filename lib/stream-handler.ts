@@ -1,0 +1,71 @@
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { GatewayFunction } from './gateway-function.js';
+import type { Store } from './store.js';
+
+export interface StreamHandlerProps {
+  store: Store;
+  logRetention: logs.RetentionDays;
+  environment: Record<string, string>;
+}
+
+/**
+ * Reads the record's changes from both tables' streams (new images): the source of push
+ * notifications. A batch that keeps failing is bisected, then its record is sent to a
+ * dead-letter queue rather than holding the shard for the stream's 24 hours.
+ */
+export class StreamHandler extends Construct {
+  readonly function: GatewayFunction;
+  readonly failures: sqs.Queue;
+  readonly failuresAlarm: cloudwatch.Alarm;
+
+  constructor(scope: Construct, id: string, props: StreamHandlerProps) {
+    super(scope, id);
+    this.function = new GatewayFunction(this, 'StreamHandler', {
+      handler: 'stream-handler',
+      description: 'funduq: turns changes of the record into push notifications',
+      timeout: Duration.seconds(60),
+      memorySize: 256,
+      logRetention: props.logRetention,
+      environment: props.environment,
+    });
+    this.failures = new sqs.Queue(this, 'Failures', {
+      retentionPeriod: Duration.days(14),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    const fn = this.function.function;
+    for (const table of [props.store.runs, props.store.runEvents]) {
+      fn.addEventSource(
+        new DynamoEventSource(table, {
+          startingPosition: lambda.StartingPosition.LATEST,
+          batchSize: 100,
+          maxBatchingWindow: Duration.seconds(1),
+          bisectBatchOnError: true,
+          retryAttempts: 3,
+          reportBatchItemFailures: true,
+          onFailure: new SqsDlq(this.failures),
+        }),
+      );
+    }
+    props.store.runs.grantReadData(fn);
+    props.store.runEvents.grantReadData(fn);
+
+    this.failuresAlarm = new cloudwatch.Alarm(this, 'FailuresAlarm', {
+      alarmDescription: 'funduq stream handler: changes of the record were given up on (no push notification sent)',
+      metric: this.failures.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(5),
+        statistic: cloudwatch.Stats.MAXIMUM,
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+  }
+}
