@@ -98,20 +98,18 @@ export class FunduqStack extends Stack {
       [ENV.threadQueueLimit]: String(settings.threadQueueLimit),
     };
 
-    this.askWaiter = new AskWaiter(this, 'AskWaiter', {
-      store: this.store,
-      logRetention,
-      environment: recordEnvironment,
-    });
     this.threadQueue = new ThreadQueue(this, 'ThreadQueue', {
       dispatcherTimeout: DISPATCHER_TIMEOUT,
       maxReceiveCount: settings.maxReceiveCount,
     });
-    const gatewayEnvironment = {
-      ...recordEnvironment,
-      ...this.askWaiter.environment,
-      [ENV.threadQueueUrl]: this.threadQueue.queue.queueUrl,
-    };
+    const queueEnvironment = { ...recordEnvironment, [ENV.threadQueueUrl]: this.threadQueue.queue.queueUrl };
+    // The expirer is given no state machine ARN: it hands a re-arm back to its own execution.
+    this.askWaiter = new AskWaiter(this, 'AskWaiter', {
+      store: this.store,
+      logRetention,
+      environment: queueEnvironment,
+    });
+    const gatewayEnvironment = { ...queueEnvironment, ...this.askWaiter.environment };
 
     this.dispatcher = new Dispatcher(this, 'Dispatcher', {
       store: this.store,

@@ -40,13 +40,19 @@ export async function* followRun(
       // Handed-over events are used only when they follow the cursor without a gap.
       const batch =
         handed.length > 0 && handed[0].seq === cursor + 1 ? handed : await deps.store.readEvents(runId, cursor, PAGE);
+      const settled = latest !== undefined && isTerminal(latest.status);
+      let progressed = false;
       for (const stored of batch) {
         if (stored.seq <= cursor) continue;
+        // Batches are written in parallel, so a later seq can be visible before an earlier one; a
+        // live reader stops at the gap and is woken when the whole batch is stored.
+        if (stored.seq !== cursor + 1 && !settled) break;
         cursor = stored.seq;
+        progressed = true;
         yield stored;
       }
-      if (batch.length > 0) continue;
-      if (!latest || (isTerminal(latest.status) && cursor >= (latest.lastSeq ?? 0))) return;
+      if (progressed) continue;
+      if (!latest || (settled && cursor >= (latest.lastSeq ?? 0))) return;
       if (changes === seen) await new Promise<void>((resolve) => (wake = resolve));
     }
   } finally {

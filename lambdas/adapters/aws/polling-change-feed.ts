@@ -1,0 +1,149 @@
+import type { Run } from '../../core/model.js';
+import type { ChangeFeed, RunChange, RunStore } from '../../core/ports.js';
+
+export interface PollingOptions {
+  /** The interval after a poll that found something another process wrote. */
+  minIntervalMs: number;
+  /** The interval an idle subscription backs off to, doubling from the minimum. */
+  maxIntervalMs: number;
+  /** Events read per poll. */
+  page: number;
+  /** Told about a poll that failed; the subscription backs off and keeps polling. */
+  onError?: (error: unknown) => void;
+  /** Runs `poll` after `ms`; returns a cancel. Tests pass a manual scheduler. */
+  schedule?: (poll: () => void, ms: number) => () => void;
+}
+
+export const DEFAULT_POLLING: PollingOptions = { minIntervalMs: 50, maxIntervalMs: 1_000, page: 500 };
+
+interface Subscription {
+  readonly runId: string;
+  readonly listener: (change: RunChange) => void;
+  /** The seq of the last event this subscription has seen (delivered or published here). */
+  cursor: number | undefined;
+  /** The run as last delivered (its fingerprint), to tell a change from a re-read. */
+  seen: string | undefined;
+  interval: number;
+  cancel: (() => void) | undefined;
+  stopped: boolean;
+}
+
+/**
+ * The change feed for functions that cannot hear each other: each subscription polls the store
+ * (events after the last seq it saw, and the run for its status), every 50 ms while something
+ * happens, backing off to 1 s while nothing does. A wake-up is never lost: the first poll always
+ * wakes the listener, so a reader re-reads the record once after subscribing.
+ *
+ * Changes published in this process (a dispatcher's own events, a door's own cancel) are handed
+ * to this process's subscribers at once, and the pollers skip them, so a dispatcher does not
+ * read back, nor speed up for, what it wrote itself.
+ */
+export class PollingChangeFeed implements ChangeFeed {
+  private readonly options: PollingOptions;
+  private readonly subscriptions = new Map<string, Set<Subscription>>();
+
+  constructor(
+    private readonly store: Pick<RunStore, 'readEvents' | 'getRun' | 'lastSeq'>,
+    options: Partial<PollingOptions> = {},
+  ) {
+    this.options = { ...DEFAULT_POLLING, ...options };
+  }
+
+  publish(change: RunChange): void {
+    for (const subscription of this.subscriptions.get(change.runId) ?? []) {
+      if (change.kind === 'events') {
+        const fresh = change.events.filter((event) => subscription.cursor === undefined || event.seq > subscription.cursor);
+        if (fresh.length === 0) continue;
+        subscription.cursor = Math.max(subscription.cursor ?? 0, ...fresh.map((event) => event.seq));
+        subscription.listener({ ...change, events: fresh });
+      } else {
+        subscription.seen = fingerprint(change.run);
+        subscription.listener(change);
+      }
+    }
+  }
+
+  subscribe(runId: string, listener: (change: RunChange) => void): () => void {
+    const subscription: Subscription = {
+      runId,
+      listener,
+      cursor: undefined,
+      seen: undefined,
+      interval: this.options.minIntervalMs,
+      cancel: undefined,
+      stopped: false,
+    };
+    let set = this.subscriptions.get(runId);
+    if (!set) this.subscriptions.set(runId, (set = new Set()));
+    set.add(subscription);
+    void this.poll(subscription);
+    return () => {
+      subscription.stopped = true;
+      subscription.cancel?.();
+      set.delete(subscription);
+      if (set.size === 0) this.subscriptions.delete(runId);
+    };
+  }
+
+  private async poll(subscription: Subscription): Promise<void> {
+    subscription.cancel = undefined;
+    let active = false;
+    try {
+      active = await this.read(subscription);
+    } catch (error) {
+      this.options.onError?.(error);
+    }
+    if (subscription.stopped) return;
+    const { minIntervalMs, maxIntervalMs } = this.options;
+    subscription.interval = active ? minIntervalMs : Math.min(maxIntervalMs, subscription.interval * 2);
+    subscription.cancel = this.schedule(() => void this.poll(subscription), subscription.interval);
+  }
+
+  /** One poll: true when it found something another process wrote. */
+  private async read(subscription: Subscription): Promise<boolean> {
+    const { runId } = subscription;
+    let active = false;
+    if (subscription.cursor === undefined) {
+      // Events stored before this point are the subscriber's to read; the first status wakes it to do so.
+      const lastSeq = await this.store.lastSeq(runId);
+      if (subscription.stopped) return false;
+      subscription.cursor ??= lastSeq;
+    } else {
+      const events = await this.store.readEvents(runId, subscription.cursor, this.options.page);
+      const fresh = events.filter((event) => event.seq > (subscription.cursor as number));
+      if (subscription.stopped) return false;
+      if (fresh.length > 0) {
+        subscription.cursor = fresh[fresh.length - 1].seq;
+        subscription.listener({ kind: 'events', runId, events: fresh });
+        active = true;
+      }
+    }
+    const run = await this.store.getRun(runId);
+    if (subscription.stopped || !run) return active;
+    const print = fingerprint(run);
+    if (print !== subscription.seen) {
+      const first = subscription.seen === undefined;
+      subscription.seen = print;
+      subscription.listener({ kind: 'status', runId, run });
+      active ||= !first;
+    }
+    return active;
+  }
+
+  private schedule(poll: () => void, ms: number): () => void {
+    if (this.options.schedule) return this.options.schedule(poll, ms);
+    const timer = setTimeout(poll, ms);
+    return () => clearTimeout(timer);
+  }
+}
+
+/**
+ * What a listener may act on: the status, a cancel request, the settled log's end and the asks'
+ * states. Built field by field because DynamoDB does not promise an item's attribute order.
+ */
+function fingerprint(run: Run): string {
+  const asks = Object.values(run.asks ?? {})
+    .map((ask) => `${ask.id}=${ask.state}`)
+    .sort();
+  return JSON.stringify([run.status, run.cancelRequested ?? false, run.lastSeq ?? null, run.endedAt ?? null, asks]);
+}

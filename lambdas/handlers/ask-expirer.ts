@@ -1,0 +1,58 @@
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Context } from 'aws-lambda';
+import { waitTimestamp, type AskWaiterInput } from '../adapters/aws/step-functions-ask-timer.js';
+import type { AskTimer } from '../core/ports.js';
+import { createWiring, logger, metrics, tracer, type WiringOptions } from './wiring.js';
+
+/**
+ * Inside the ask waiter's execution, a re-arm (the timer fired before the earliest `expiresAt`,
+ * by clock skew) cannot start the run's execution again: it is the one running. So the re-arm is
+ * kept here and handed back as the execution's next wait.
+ */
+export class RearmHandback implements AskTimer {
+  private readonly rearms = new Map<string, string>();
+
+  async arm(runId: string, expiresAt: string): Promise<void> {
+    this.rearms.set(runId, expiresAt);
+  }
+
+  async disarm(runId: string): Promise<void> {
+    this.rearms.delete(runId);
+  }
+
+  take(runId: string): string | undefined {
+    const expiresAt = this.rearms.get(runId);
+    this.rearms.delete(runId);
+    return expiresAt;
+  }
+}
+
+/** The ask waiter's task: expire the run's open asks, and say whether to wait again. */
+export function createAskExpirer(options: Omit<WiringOptions, 'timer'>) {
+  const timer = new RearmHandback();
+  const { gateway } = createWiring({ ...options, timer });
+  return async (input: AskWaiterInput, context?: Context): Promise<AskWaiterInput> => {
+    if (context) logger.addContext(context);
+    const { runId } = input;
+    tracer.putAnnotation('runId', runId);
+    try {
+      timer.take(runId);
+      await gateway.expireAsks(runId);
+      const again = timer.take(runId);
+      if (again !== undefined) {
+        logger.info('woken before the asks expire; waiting again', { runId, expiresAt: again });
+        return { runId, expiresAt: waitTimestamp(again) };
+      }
+      logger.info('asks expired', { runId });
+      metrics.addMetric('AskExpiries', MetricUnit.Count, 1);
+      return { runId };
+    } finally {
+      metrics.publishStoredMetrics();
+    }
+  };
+}
+
+let expirer: ReturnType<typeof createAskExpirer> | undefined;
+
+export const handler = (input: AskWaiterInput, context: Context) =>
+  (expirer ??= createAskExpirer({ env: process.env }))(input, context);
