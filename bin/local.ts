@@ -1,5 +1,6 @@
 /**
- * `npm start`: the gateway on one machine, with dynalite under FUNDUQ_DATA_DIR and the demo agent.
+ * `npm start`: the gateway on one machine, with dynalite under FUNDUQ_DATA_DIR, the demo agent
+ * and the agents of FUNDUQ_AGENTS_FILE.
  * Only this file (and lambdas/handlers on AWS) reads the environment.
  */
 import { resolve } from 'node:path';
@@ -22,6 +23,8 @@ const settings = {
   port: numberFrom('PORT', 8787, 0),
   threadQueueLimit: numberFrom('FUNDUQ_THREAD_QUEUE_LIMIT', 8, 0),
   heartbeatMs: numberFrom('FUNDUQ_HEARTBEAT_MS', 10_000, 100),
+  adminToken: process.env.FUNDUQ_ADMIN_TOKEN || undefined,
+  agentsFile: process.env.FUNDUQ_AGENTS_FILE ? resolve(process.env.FUNDUQ_AGENTS_FILE) : undefined,
   log: (line: string) => console.log(`funduq: ${line}`),
 };
 
@@ -36,6 +39,7 @@ console.log(`funduq is listening on ${local.url}  (data: ${settings.dataDir})
   cancel  POST ${local.url}/agui/demo/runs/{runId}/cancel
   thread  GET  ${local.url}/threads/{threadId}
   agents  GET  ${local.url}/agents
+  admin   PUT  ${local.url}/admin/agents/{agentId}   (GET, DELETE; register an AG-UI agent by its URL)
   health  GET  ${local.url}/healthz`);
 
 let closing = false;

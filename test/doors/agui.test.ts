@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventType } from '@ag-ui/client';
+import { EventType, type RunAgentResult } from '@ag-ui/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalGateway } from '../../lambdas/adapters/local/runtime.js';
 import { eventually, FakeClock } from '../support/core-harness.js';
@@ -106,7 +106,7 @@ describe('the AG-UI door', () => {
     expect(outcomes.sort()).toEqual(['fulfilled', 'rejected']);
     const refusal = [mine, theirs].find((r) => r.status === 'rejected') as PromiseRejectedResult;
     expect(refusal.reason).toMatchObject({ status: 409, payload: { error: { code: 'no_open_ask' } } });
-    const answered = [mine, theirs].find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ newMessages: never[] }>;
+    const answered = [mine, theirs].find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<RunAgentResult>;
     expect(assistantText(answered.value.newMessages)).toEqual(['answer: {"approved":true}']);
     expect((await threadView(threadId)).openAsks).toEqual([]);
   });
