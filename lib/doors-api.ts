@@ -2,6 +2,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import type * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import type * as cognito from 'aws-cdk-lib/aws-cognito';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
@@ -55,19 +56,30 @@ export class DoorsApi extends Construct {
   readonly buffered: GatewayFunction;
   readonly apiKey?: apigw.IApiKey;
   readonly domain?: apigw.DomainName;
+  private readonly domainName?: string;
   private readonly streamingIntegration: apigw.LambdaIntegration;
   private readonly bufferedIntegration: apigw.LambdaIntegration;
   private readonly authenticated: apigw.MethodOptions;
 
   constructor(scope: Construct, id: string, props: DoorsApiProps) {
     super(scope, id);
-    const environment = { ...props.environment, [ENV.apiAuth]: props.auth.mode };
+    const environment = {
+      ...props.environment,
+      [ENV.apiAuth]: props.auth.mode,
+      [ENV.adminTokenSecretArn]: props.adminToken.secretArn,
+    };
+    // The admin token is read through the extension, which caches it, rather than an SDK client per door.
+    const paramsAndSecrets = lambda.ParamsAndSecretsLayerVersion.fromVersion(lambda.ParamsAndSecretsVersions.V1_0_103, {
+      cacheEnabled: true,
+      logLevel: lambda.ParamsAndSecretsLogLevel.WARN,
+    });
     this.streaming = new GatewayFunction(this, 'Streaming', {
       handler: 'doors-stream',
       description: 'funduq doors: AG-UI and A2A routes that answer with a stream',
       timeout: STREAM_TIMEOUT,
       logRetention: props.logRetention,
       environment,
+      paramsAndSecrets,
     });
     this.buffered = new GatewayFunction(this, 'Buffered', {
       handler: 'doors',
@@ -75,6 +87,7 @@ export class DoorsApi extends Construct {
       timeout: BUFFERED_TIMEOUT.plus(Duration.seconds(1)),
       logRetention: props.logRetention,
       environment,
+      paramsAndSecrets,
     });
     for (const door of [this.streaming.function, this.buffered.function]) {
       props.store.runs.grantReadWriteData(door);
@@ -138,6 +151,7 @@ export class DoorsApi extends Construct {
     }
 
     if (props.domain) {
+      this.domainName = props.domain.domainName;
       this.domain = this.api.addDomainName('Domain', {
         domainName: props.domain.domainName,
         certificate: props.domain.certificate,
@@ -149,7 +163,7 @@ export class DoorsApi extends Construct {
 
   /** The base URL callers use: the custom domain when there is one, else the stage's URL. */
   get url(): string {
-    return this.domain ? `https://${this.domain.domainName}/` : this.api.url;
+    return this.domainName ? `https://${this.domainName}/` : this.api.url;
   }
 
   private authentication(auth: ApiAuth): apigw.MethodOptions {

@@ -127,7 +127,7 @@ export class FunduqStack extends Stack {
       auth: this.apiAuth(settings),
       stageName: settings.stageName,
       logRetention,
-      environment: { ...gatewayEnvironment, [ENV.adminTokenSecretArn]: adminToken.secretArn },
+      environment: gatewayEnvironment,
       domain:
         settings.domainName && settings.certificateArn
           ? {

@@ -19,6 +19,8 @@ export interface GatewayFunctionProps {
   environment?: Record<string, string>;
   logRetention: logs.RetentionDays;
   reservedConcurrentExecutions?: number;
+  /** The AWS Parameters and Secrets extension, for a function that reads a secret. */
+  paramsAndSecrets?: lambda.ParamsAndSecretsLayerVersion;
 }
 
 /**
@@ -46,6 +48,7 @@ export class GatewayFunction extends Construct {
       timeout: props.timeout,
       memorySize: props.memorySize ?? 512,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
+      paramsAndSecrets: props.paramsAndSecrets,
       tracing: lambda.Tracing.ACTIVE,
       loggingFormat: lambda.LoggingFormat.JSON,
       logGroup,

@@ -40,7 +40,12 @@ export class StreamHandler extends Construct {
       enforceSSL: true,
     });
     const fn = this.function.function;
-    for (const table of [props.store.runs, props.store.runEvents]) {
+    // A run's changes are inserts and updates; events are only ever inserted. Removals (TTL) are nobody's news.
+    const changes = [
+      { table: props.store.runs, names: ['INSERT', 'MODIFY'] },
+      { table: props.store.runEvents, names: ['INSERT'] },
+    ];
+    for (const { table, names } of changes) {
       fn.addEventSource(
         new DynamoEventSource(table, {
           startingPosition: lambda.StartingPosition.LATEST,
@@ -50,6 +55,7 @@ export class StreamHandler extends Construct {
           retryAttempts: 3,
           reportBatchItemFailures: true,
           onFailure: new SqsDlq(this.failures),
+          filters: [lambda.FilterCriteria.filter({ eventName: lambda.FilterRule.or(...names) })],
         }),
       );
     }

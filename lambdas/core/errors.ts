@@ -5,6 +5,8 @@
 export type RefusalCode =
   | 'invalid_input'
   | 'agent_not_found'
+  | 'agent_disabled'
+  | 'agent_in_use'
   | 'thread_not_found'
   | 'thread_agent_mismatch'
   | 'thread_queue_full'
@@ -12,7 +14,10 @@ export type RefusalCode =
   | 'run_id_conflict'
   | 'no_open_ask'
   | 'interrupt_expired'
-  | 'task_not_cancelable';
+  | 'task_not_cancelable'
+  | 'content_type_not_supported'
+  | 'push_config_not_found'
+  | 'task_settled';
 
 export interface Refusal {
   ok: false;

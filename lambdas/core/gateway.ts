@@ -1,9 +1,10 @@
+import { deleteAgent } from './agents.js';
 import { cancelRun } from './cancel-run.js';
 import type { CoreDeps } from './deps.js';
 import { dispatchRun } from './dispatch-run.js';
 import { expireAsks } from './expire-asks.js';
 import { followRun } from './follow-run.js';
-import type { Principal } from './model.js';
+import type { Agent, Principal } from './model.js';
 import { recover } from './recover.js';
 import { startRun, type StartRunRequest } from './start-run.js';
 import { threadView } from './thread-view.js';
@@ -26,6 +27,10 @@ export function createGateway(deps: CoreDeps) {
       const run = await deps.store.getRun(runId);
       return run && run.tenant === principal.tenant ? run : undefined;
     },
+    putAgent: (agent: Agent) => deps.store.putAgent(agent),
+    getAgent: (agentId: string) => deps.store.getAgent(agentId),
+    listAgents: () => deps.store.listAgents(),
+    deleteAgent: (agentId: string) => deleteAgent(deps, agentId),
   };
 }
 

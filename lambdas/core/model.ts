@@ -91,6 +91,18 @@ export interface AgentProviderSpec {
   headers?: Record<string, string>;
 }
 
+/** What an agent can do, in A2A's `AgentSkill` words (for its agent card and the roster). */
+export interface AgentSkill {
+  id: string;
+  name: string;
+  description: string;
+  tags: string[];
+  examples?: string[];
+}
+
+/** A `disabled` agent takes no new runs; runs already accepted still run (drain, then delete). */
+export type AgentStatus = 'enabled' | 'disabled';
+
 export interface Agent {
   id: string;
   description: string;
@@ -98,6 +110,9 @@ export interface Agent {
   takesInterjections: boolean;
   timeoutSeconds: number;
   idleTimeoutSeconds: number;
+  skills?: AgentSkill[];
+  /** Absent means `enabled`. */
+  status?: AgentStatus;
 }
 
 export interface Principal {
@@ -106,3 +121,30 @@ export interface Principal {
 }
 
 export const ANONYMOUS: Principal = { id: 'anonymous', tenant: 'anonymous' };
+
+/**
+ * Where a task's updates are pushed (an A2A push notification config), kept durably per task.
+ * The task is a root run id; `deadLetter` records the last notification no try could deliver.
+ */
+export interface PushConfig {
+  taskId: string;
+  configId: string;
+  tenant: string;
+  url: string;
+  token?: string;
+  authentication?: { scheme: string; credentials?: string };
+  createdAt: string;
+  deadLetter?: { at: string; error: string; attempts: number; notification: unknown };
+}
+
+/**
+ * A caller's message id taken within a scope (tenant, agent, context), so that a repeat within
+ * the claim's life returns the run the first one started instead of starting another.
+ */
+export interface MessageClaim {
+  key: string;
+  runId: string;
+  threadId: string;
+  /** Epoch seconds: DynamoDB's TTL unit. The claim is void after it even before TTL removes it. */
+  expiresAt: number;
+}

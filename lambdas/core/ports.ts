@@ -1,5 +1,5 @@
 import type { RunAgentInput } from '@ag-ui/core';
-import type { Agent, AskState, Run, RunStatus, StoredEvent, Thread } from './model.js';
+import type { Agent, AskState, MessageClaim, PushConfig, Run, RunStatus, StoredEvent, Thread } from './model.js';
 
 /**
  * The record: threads, runs (with their asks), agents and run_events. Every status change is a
@@ -50,6 +50,23 @@ export interface RunStore {
   getAgent(agentId: string): Promise<Agent | undefined>;
   listAgents(): Promise<Agent[]>;
   deleteAgent(agentId: string): Promise<void>;
+
+  /** Creates or replaces a task's push config (same task and config id). */
+  putPushConfig(config: PushConfig): Promise<void>;
+  getPushConfig(taskId: string, configId: string): Promise<PushConfig | undefined>;
+  listPushConfigs(taskId: string): Promise<PushConfig[]>;
+  /** False when there was no such config. */
+  deletePushConfig(taskId: string, configId: string): Promise<boolean>;
+  /** Records on an existing config the notification that could not be delivered; a deleted config stays deleted. */
+  recordPushFailure(taskId: string, configId: string, deadLetter: NonNullable<PushConfig['deadLetter']>): Promise<void>;
+
+  /**
+   * Takes `claim.key` for `claim` unless a claim on that key is still live at `nowSeconds`
+   * (one conditional write). Returns the live claim: `claim` itself when it was taken.
+   */
+  claimMessage(claim: MessageClaim, nowSeconds: number): Promise<MessageClaim>;
+  /** Gives the key back, only while it is still held by `claim.runId`. */
+  releaseMessage(claim: MessageClaim): Promise<void>;
 }
 
 /**
@@ -99,4 +116,21 @@ export interface Clock {
 
 export interface IdSource {
   newId(): string;
+}
+
+/** One push notification: the config it goes to and the A2A `StreamResponse` it carries. */
+export interface PushNotification {
+  config: PushConfig;
+  /** An `@a2a-js/sdk` StreamResponse; the sender serialises it for the wire. */
+  body: unknown;
+}
+
+/**
+ * Sends A2A push notifications. `vet` says why a target must not be called (an address that is
+ * private, loopback or link-local, a scheme not allowed), or nothing when it may; `send` delivers
+ * with its own retries and says how it went.
+ */
+export interface PushSender {
+  vet(url: string): Promise<string | undefined>;
+  send(notification: PushNotification): Promise<{ delivered: true } | { delivered: false; attempts: number; error: string }>;
 }

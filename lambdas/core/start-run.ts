@@ -33,6 +33,7 @@ export async function startRun(deps: CoreDeps, request: StartRunRequest): Promis
 
   const existing = await store.getRun(input.runId);
   if (existing) return attach(existing, request, input);
+  if (agent.status === 'disabled') return refuse('agent_disabled', `agent "${request.agentId}" is disabled: it takes no new runs`);
 
   const thread = await openThread(deps, request, input.threadId);
   if (!thread.ok) return thread;

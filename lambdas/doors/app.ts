@@ -2,6 +2,8 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Gateway } from '../core/gateway.js';
 import type { Principal } from '../core/model.js';
+import { adminDoor, type AdminOptions } from './admin.js';
+import { isEnabled, rosterEntry } from './agent-definition.js';
 import { aguiDoor } from './agui.js';
 import { errorResponse } from './http-errors.js';
 import { openMode, type PrincipalResolver } from './principal.js';
@@ -11,6 +13,8 @@ export interface AppOptions {
   gateway: Gateway;
   sse?: Partial<SseOptions>;
   principal?: PrincipalResolver;
+  /** The admin routes (`/admin/agents`); absent, there are none. */
+  admin?: AdminOptions;
   /** Largest request body accepted. */
   maxBodyBytes?: number;
   /** Logs unexpected errors (the caller gets a 500 with no detail). */
@@ -40,6 +44,8 @@ export function createApp(options: AppOptions) {
     await gateway.deps.store.getThread('readyz');
     return c.json({ status: 'ready' });
   });
+  // Before the callers' principal: the admin routes have a credential of their own.
+  if (options.admin) app.route('/admin', adminDoor(gateway, options.admin));
   app.use('*', async (c, next) => {
     const principal = await resolve(c);
     if (!principal) return errorResponse(c, 'unauthorized', 'a valid credential is required');
@@ -55,15 +61,8 @@ export function createApp(options: AppOptions) {
   });
 
   app.get('/agents', async (c) => {
-    const agents = await gateway.deps.store.listAgents();
-    return c.json({
-      agents: agents.map((agent) => ({
-        id: agent.id,
-        description: agent.description,
-        takesInterjections: agent.takesInterjections,
-        agui: `/agui/${agent.id}`,
-      })),
-    });
+    const agents = await gateway.listAgents();
+    return c.json({ agents: agents.filter(isEnabled).map(rosterEntry) });
   });
 
   app.notFound((c) => errorResponse(c, 'not_found', `no route ${c.req.method} ${c.req.path}`));

@@ -8,11 +8,16 @@ const STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   agent_not_found: 404,
   thread_not_found: 404,
   run_not_found: 404,
+  push_config_not_found: 404,
+  agent_disabled: 409,
+  agent_in_use: 409,
   thread_agent_mismatch: 409,
   run_id_conflict: 409,
   no_open_ask: 409,
   task_not_cancelable: 409,
+  task_settled: 409,
   interrupt_expired: 410,
+  content_type_not_supported: 415,
   thread_queue_full: 429,
 };
 

@@ -2,7 +2,8 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { waitTimestamp, type AskWaiterInput } from '../adapters/aws/step-functions-ask-timer.js';
 import type { AskTimer } from '../core/ports.js';
-import { createWiring, logger, metrics, tracer, type WiringOptions } from './wiring.js';
+import { logger, metrics, publishMetrics, tracer } from './powertools.js';
+import { createWiring, type WiringOptions } from './wiring.js';
 
 /**
  * Inside the ask waiter's execution, a re-arm (the timer fired before the earliest `expiresAt`,
@@ -47,7 +48,7 @@ export function createAskExpirer(options: Omit<WiringOptions, 'timer'>) {
       metrics.addMetric('AskExpiries', MetricUnit.Count, 1);
       return { runId };
     } finally {
-      metrics.publishStoredMetrics();
+      publishMetrics();
     }
   };
 }

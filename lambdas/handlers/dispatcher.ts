@@ -1,7 +1,8 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { parseThreadMessage } from '../adapters/aws/sqs-thread-queue.js';
-import { createWiring, logger, metrics, tracer, type WiringOptions } from './wiring.js';
+import { logger, metrics, publishMetrics, tracer } from './powertools.js';
+import { createWiring, type WiringOptions } from './wiring.js';
 
 /** Kept back from the Lambda deadline for settling a run: its closing events and its end. */
 export const SETTLE_MARGIN_MS = 30_000;
@@ -38,7 +39,7 @@ export function createDispatcher(options: Omit<WiringOptions, 'runDeadline'>) {
         }
       }
     } finally {
-      metrics.publishStoredMetrics();
+      publishMetrics();
     }
     return { batchItemFailures };
   };

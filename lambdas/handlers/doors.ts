@@ -1,5 +1,5 @@
 import { handle } from 'hono/aws-lambda';
-import { doorsApp } from './doors-app.js';
+import { doorsApp } from './wiring.js';
 
 /** The buffered routes: threads, agents, admin, agent cards, health. */
 export const handler = handle(doorsApp({ env: process.env }));

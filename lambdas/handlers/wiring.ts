@@ -2,14 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics } from '@aws-lambda-powertools/metrics';
-import { Tracer } from '@aws-lambda-powertools/tracer';
-import type { Context } from 'hono';
+import { Hono, type Context } from 'hono';
 import { createGateway, type Gateway } from '../core/gateway.js';
-import type { Principal } from '../core/model.js';
-import { ANONYMOUS } from '../core/model.js';
+import { ANONYMOUS, type Principal } from '../core/model.js';
 import type { AskTimer, Clock, IdSource, Provider } from '../core/ports.js';
+import { createApp } from '../doors/app.js';
+import { errorResponse } from '../doors/http-errors.js';
 import type { PrincipalResolver } from '../doors/principal.js';
 import { DynamoRunStore } from '../adapters/aws/dynamodb/run-store.js';
 import { PollingChangeFeed } from '../adapters/aws/polling-change-feed.js';
@@ -18,11 +16,7 @@ import { StepFunctionsAskTimer } from '../adapters/aws/step-functions-ask-timer.
 import { AgUiHttpProvider } from '../providers/agui-http.js';
 import { DemoProvider } from '../providers/demo.js';
 import { ENV } from './environment.js';
-
-/** Powertools, configured by the POWERTOOLS_* variables the stack sets. */
-export const logger = new Logger();
-export const metrics = new Metrics();
-export const tracer = new Tracer();
+import { logger, tracer } from './powertools.js';
 
 export type Environment = Record<string, string | undefined>;
 
@@ -52,7 +46,7 @@ export interface WiringOptions {
  * The gateway with its AWS adapters: the store on DynamoDB, the thread queue on SQS FIFO, the
  * ask timer on Step Functions and the change feed by polling the store. Built once per container.
  */
-export function createWiring(options: WiringOptions): { gateway: Gateway; store: DynamoRunStore } {
+export function createWiring(options: WiringOptions): { gateway: Gateway } {
   const { env } = options;
   const clock = options.clock ?? { now: () => Date.now() };
   const ids = options.ids ?? { newId: () => randomUUID() };
@@ -84,7 +78,7 @@ export function createWiring(options: WiringOptions): { gateway: Gateway; store:
     ids,
     settings: { threadQueueLimit: threadQueueLimit(env) },
   });
-  return { gateway, store };
+  return { gateway };
 }
 
 /**
@@ -149,4 +143,66 @@ function required(env: Environment, name: string): string {
   const value = env[name];
   if (!value) throw new Error(`the environment variable ${name} is not set`);
   return value;
+}
+
+/**
+ * A response stream may last 15 minutes (Lambda and API Gateway); the SSE framing ends it
+ * cleanly before that, and the caller resumes with Last-Event-ID.
+ */
+export const SSE_MAX_DURATION_MS = 13 * 60_000 + 30_000;
+/** API Gateway drops a stream idle for 5 minutes; the design asks for a comment every 15 s at most. */
+export const SSE_HEARTBEAT_MS = 10_000;
+
+export interface DoorsOptions extends WiringOptions {
+  /** Reads a secret by ARN; by default through the AWS Parameters and Secrets extension. */
+  readSecret?: (secretId: string) => Promise<string>;
+}
+
+/**
+ * The doors as one Hono app over the AWS adapters, for both door functions. The admin token is
+ * read on the first request, since the secrets extension answers only once the function is
+ * invoked (never during its init); a failed read is tried again on the next request. Without a
+ * token secret there are no admin routes: open ones are for a gateway on one machine only.
+ */
+export function doorsApp(options: DoorsOptions) {
+  const { gateway } = createWiring(options);
+  const secretArn = options.env[ENV.adminTokenSecretArn];
+  const readSecret = options.readSecret ?? ((secretId: string) => readSecretFromExtension(secretId, options.env));
+  const build = async () =>
+    createApp({
+      gateway,
+      principal: principalResolver(options.env),
+      admin: secretArn ? { token: await readSecret(secretArn) } : undefined,
+      sse: { heartbeatMs: SSE_HEARTBEAT_MS, maxDurationMs: SSE_MAX_DURATION_MS },
+      onError: (error) => logger.error('a door failed to answer', { error: error as Error }),
+    });
+  let app: ReturnType<typeof build> | undefined;
+  const outer = new Hono();
+  outer.all('*', async (c) => {
+    app ??= build().catch((error: unknown) => {
+      app = undefined;
+      throw error;
+    });
+    return (await app).fetch(c.req.raw, c.env);
+  });
+  outer.onError((error, c) => {
+    logger.error('the doors could not be set up', { error });
+    return errorResponse(c, 'internal_error', 'the gateway failed to answer; the error was logged');
+  });
+  return outer;
+}
+
+/**
+ * GET on the AWS Parameters and Secrets Lambda extension, authenticated by the function's own
+ * session token (https://docs.aws.amazon.com/secretsmanager/latest/userguide/retrieving-secrets_lambda.html).
+ */
+export async function readSecretFromExtension(secretId: string, env: Environment): Promise<string> {
+  const port = env.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT ?? '2773';
+  const response = await fetch(`http://localhost:${port}/secretsmanager/get?secretId=${encodeURIComponent(secretId)}`, {
+    headers: { 'X-Aws-Parameters-Secrets-Token': required(env, 'AWS_SESSION_TOKEN') },
+  });
+  if (!response.ok) throw new Error(`the secret ${secretId} could not be read: HTTP ${response.status}`);
+  const { SecretString } = (await response.json()) as { SecretString?: unknown };
+  if (typeof SecretString !== 'string' || SecretString === '') throw new Error(`the secret ${secretId} holds no string`);
+  return SecretString;
 }

@@ -8,6 +8,7 @@ import { createApp } from '../../doors/app.js';
 import { AgUiHttpProvider } from '../../providers/agui-http.js';
 import { DemoProvider } from '../../providers/demo.js';
 import { DynamoRunStore } from '../aws/dynamodb/run-store.js';
+import { readAgentsFile } from './agents-file.js';
 import { InProcessAskTimer } from './ask-timer.js';
 import { InProcessChangeFeed } from './change-feed.js';
 import { ensureTables, localDynamoClient, startDynalite } from './dynalite.js';
@@ -21,6 +22,10 @@ export interface LocalSettings {
   port: number;
   threadQueueLimit: number;
   heartbeatMs: number;
+  /** Required as `Authorization: Bearer` on the admin routes; without it they are open, and a warning says so. */
+  adminToken?: string;
+  /** A JSON file `{ "agents": [ … ] }` of agent definitions registered at start (replacing agents of the same id). */
+  agentsFile?: string;
   /** The demo agent's pace for `/slow N`. */
   demoSlowIntervalMs?: number;
   clock?: Clock;
@@ -54,6 +59,8 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
   const log = settings.log ?? (() => {});
   const clock = settings.clock ?? { now: () => Date.now() };
   const ids = settings.ids ?? { newId: () => randomUUID() };
+  // Read before anything starts: a bad file stops the start with nothing to clean up.
+  const fileAgents = settings.agentsFile === undefined ? [] : await readAgentsFile(settings.agentsFile);
   const dynalite = await startDynalite({ path: settings.dataDir });
   const client = localDynamoClient(dynalite.endpoint);
   await ensureTables(client, TABLES);
@@ -76,7 +83,11 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
     ids,
     settings: { threadQueueLimit: settings.threadQueueLimit },
   });
-  await store.putAgent(DEMO_AGENT);
+  // An agent registered under the demo's id keeps it across restarts; the built-in is refreshed.
+  const demo = await store.getAgent(DEMO_AGENT.id);
+  if (!demo || demo.provider.kind === DEMO_AGENT.provider.kind) await store.putAgent(DEMO_AGENT);
+  for (const agent of fileAgents) await store.putAgent(agent);
+  if (fileAgents.length > 0) log(`registered ${fileAgents.map((agent) => agent.id).join(', ')} from ${settings.agentsFile}`);
   const recovery = await gateway.recover();
   if (recovery.orphaned + recovery.requeued + recovery.rearmed > 0) {
     log(
@@ -86,12 +97,20 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
   queue.start((runId) => gateway.dispatchRun(runId));
   timer.start((runId) => gateway.expireAsks(runId));
 
-  const app = createApp({ gateway, sse: { heartbeatMs: settings.heartbeatMs }, onError: (error) => report('request')(error, '') });
+  const app = createApp({
+    gateway,
+    sse: { heartbeatMs: settings.heartbeatMs },
+    admin: { token: settings.adminToken },
+    onError: (error) => report('request')(error, ''),
+  });
   const server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: settings.host, port: settings.port }, () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
+  if (settings.adminToken === undefined) {
+    log(`warning: FUNDUQ_ADMIN_TOKEN is not set, so anyone who reaches http://${host}:${port}/admin/agents can register, change and delete agents`);
+  }
   return {
     url: `http://${host}:${port}`,
     gateway,

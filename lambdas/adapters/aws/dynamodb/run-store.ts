@@ -13,7 +13,7 @@ import {
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { StoreUnavailable } from '../../../core/errors.js';
-import type { Agent, AskState, Run, RunStatus, StoredEvent, Thread } from '../../../core/model.js';
+import type { Agent, AskState, MessageClaim, PushConfig, Run, RunStatus, StoredEvent, Thread } from '../../../core/model.js';
 import type { RunStore } from '../../../core/ports.js';
 import { RUNS_TABLE, type TableNames } from './tables.js';
 
@@ -39,9 +39,17 @@ const KB = 1024;
 const THREAD_ITEM = 'thread';
 const RUN_ITEM = 'run';
 const AGENT_PARTITION = 'agent';
+const PUSH_CONFIG_PREFIX = 'push#';
+const MESSAGE_CLAIM_ITEM = 'msg';
 
 /** Attributes that exist for the table and its indexes, not for the domain object. */
-const KEY_ATTRIBUTES: readonly string[] = [RUNS_TABLE.partitionKey, RUNS_TABLE.sortKey, RUNS_TABLE.byThread.partitionKey, RUNS_TABLE.byTenant.partitionKey];
+const KEY_ATTRIBUTES: readonly string[] = [
+  RUNS_TABLE.partitionKey,
+  RUNS_TABLE.sortKey,
+  RUNS_TABLE.byThread.partitionKey,
+  RUNS_TABLE.byTenant.partitionKey,
+  RUNS_TABLE.timeToLive,
+];
 
 /**
  * Fields that place a run in the table and its indexes (`threadKey`, `tenantKey` are copies).
@@ -334,6 +342,91 @@ export class DynamoRunStore implements RunStore {
     await this.doc.send(new DeleteCommand({ TableName: this.tables.runs, Key: agentKey(agentId) }));
   }
 
+  async putPushConfig(config: PushConfig): Promise<void> {
+    const item = { ...pushConfigKey(config.taskId, config.configId), ...config };
+    this.usage.writeRequests++;
+    this.usage.writeUnits += unitsOf(item);
+    await this.doc.send(new PutCommand({ TableName: this.tables.runs, Item: item }));
+  }
+
+  async getPushConfig(taskId: string, configId: string): Promise<PushConfig | undefined> {
+    const item = await this.get(pushConfigKey(taskId, configId));
+    return item && domain<PushConfig>(item);
+  }
+
+  async listPushConfigs(taskId: string): Promise<PushConfig[]> {
+    const items = await this.queryAll({
+      TableName: this.tables.runs,
+      KeyConditionExpression: 'pk = :task AND begins_with(sk, :push)',
+      ExpressionAttributeValues: { ':task': taskPartition(taskId), ':push': PUSH_CONFIG_PREFIX },
+      ConsistentRead: true,
+    });
+    return items.map((item) => domain<PushConfig>(item));
+  }
+
+  async deletePushConfig(taskId: string, configId: string): Promise<boolean> {
+    this.usage.writeRequests++;
+    this.usage.writeUnits += 1;
+    const result = await this.doc.send(
+      new DeleteCommand({ TableName: this.tables.runs, Key: pushConfigKey(taskId, configId), ReturnValues: 'ALL_OLD' }),
+    );
+    return result.Attributes !== undefined;
+  }
+
+  async recordPushFailure(taskId: string, configId: string, deadLetter: NonNullable<PushConfig['deadLetter']>): Promise<void> {
+    await this.update({
+      Key: pushConfigKey(taskId, configId),
+      UpdateExpression: 'SET #deadLetter = :deadLetter',
+      // A config deleted while its notification was being retried is not brought back.
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeNames: { '#deadLetter': 'deadLetter' },
+      ExpressionAttributeValues: { ':deadLetter': deadLetter },
+    });
+  }
+
+  async claimMessage(claim: MessageClaim, nowSeconds: number): Promise<MessageClaim> {
+    const key = messageClaimKey(claim.key);
+    const item = { ...key, ...claim, [RUNS_TABLE.timeToLive]: claim.expiresAt };
+    this.usage.writeRequests++;
+    this.usage.writeUnits += unitsOf(item);
+    try {
+      // TTL removes expired items only eventually, so an expired claim is free to take over.
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tables.runs,
+          Item: item,
+          ConditionExpression: 'attribute_not_exists(pk) OR #expiresAt <= :now',
+          ExpressionAttributeNames: { '#expiresAt': 'expiresAt' },
+          ExpressionAttributeValues: { ':now': nowSeconds },
+        }),
+      );
+      return claim;
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+    const held = await this.get(key);
+    // Released between the put and the read: the caller may simply try again.
+    return held ? domain<MessageClaim>(held) : this.claimMessage(claim, nowSeconds);
+  }
+
+  async releaseMessage(claim: MessageClaim): Promise<void> {
+    this.usage.writeRequests++;
+    this.usage.writeUnits += 1;
+    try {
+      await this.doc.send(
+        new DeleteCommand({
+          TableName: this.tables.runs,
+          Key: messageClaimKey(claim.key),
+          ConditionExpression: '#runId = :runId',
+          ExpressionAttributeNames: { '#runId': 'runId' },
+          ExpressionAttributeValues: { ':runId': claim.runId },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+  }
+
   private async get(key: Item): Promise<Item | undefined> {
     this.usage.readRequests++;
     const result = await this.doc.send(new GetCommand({ TableName: this.tables.runs, Key: key, ConsistentRead: true }));
@@ -437,6 +530,18 @@ function runKey(runId: string): Item {
 
 function agentKey(agentId: string): Item {
   return { pk: AGENT_PARTITION, sk: agentId };
+}
+
+function taskPartition(taskId: string): string {
+  return `task#${taskId}`;
+}
+
+function pushConfigKey(taskId: string, configId: string): Item {
+  return { pk: taskPartition(taskId), sk: `${PUSH_CONFIG_PREFIX}${configId}` };
+}
+
+function messageClaimKey(key: string): Item {
+  return { pk: `msg#${key}`, sk: MESSAGE_CLAIM_ITEM };
 }
 
 function domain<T>(item: Item): T {

@@ -1,0 +1,267 @@
+/**
+ * The gateway under test, in a process of its own so that its CPU profile and peak RSS are the
+ * gateway's alone. Two shapes:
+ * - `local`: `startLocalGateway`, exactly what `npm start` runs (dynalite in this process, data
+ *   in a temp dir, in-process thread queue and change feed);
+ * - `aws`: the AWS wiring on one machine: the doors and the dispatcher each with their own
+ *   DynamoRunStore and polling change feed (they are separate Lambdas and cannot hear each
+ *   other), sharing one dynalite; an in-process FIFO per thread stands in for SQS FIFO. The cost
+ *   model runs on it, so the store requests counted are the ones AWS would bill.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { serve } from '@hono/node-server';
+import { DynamoRunStore, type StoreUsage } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
+import { PollingChangeFeed } from '../../lambdas/adapters/aws/polling-change-feed.js';
+import { ensureTables, localDynamoClient, startDynalite } from '../../lambdas/adapters/local/dynalite.js';
+import { startLocalGateway } from '../../lambdas/adapters/local/runtime.js';
+import { InProcessThreadQueue } from '../../lambdas/adapters/local/thread-queue.js';
+import { createGateway } from '../../lambdas/core/gateway.js';
+import type { Agent, StoredEvent } from '../../lambdas/core/model.js';
+import type { AskTimer, RunStore } from '../../lambdas/core/ports.js';
+import { createApp } from '../../lambdas/doors/app.js';
+import { AgUiHttpProvider } from '../../lambdas/providers/agui-http.js';
+import { serveParent } from '../support/child.js';
+import { script, type Script } from '../support/script.js';
+
+/** What dynalite reports as consumed, the way DynamoDB bills it (ReturnConsumedCapacity: TOTAL). */
+interface Capacity {
+  readUnits: number;
+  writeUnits: number;
+  requests: number;
+}
+
+interface Shape {
+  url: string;
+  /** The stores whose `usage` the cost model adds up (one per Lambda function in the AWS shape). */
+  stores: Record<string, DynamoRunStore>;
+  capacity?: Record<string, Capacity>;
+  /** Wall time of each dispatch (the dispatcher Lambda's duration), AWS shape only. */
+  dispatches: number[];
+  queue: { sends: number; receives: number; deletes: number };
+  close(): Promise<void>;
+}
+
+const TABLES = { runs: 'funduq-runs', runEvents: 'funduq-run-events' };
+let shape: Shape | undefined;
+let dataDir: string | undefined;
+
+async function startLocal(): Promise<Shape> {
+  dataDir = await mkdtemp(join(tmpdir(), 'funduq-bench-'));
+  const local = await startLocalGateway({ dataDir, host: '127.0.0.1', port: 0, threadQueueLimit: 8, heartbeatMs: 15_000 });
+  return {
+    url: local.url,
+    stores: { gateway: local.gateway.deps.store as unknown as DynamoRunStore },
+    dispatches: [],
+    queue: { sends: 0, receives: 0, deletes: 0 },
+    close: () => local.close(),
+  };
+}
+
+/** Adds ReturnConsumedCapacity to every request and sums what comes back. */
+function countCapacity(client: DynamoDBClient, into: Capacity): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as Record<string, unknown>;
+      input.ReturnConsumedCapacity = 'TOTAL';
+      const result = await next(args);
+      into.requests += 1;
+      const consumed = (result.output as { ConsumedCapacity?: unknown }).ConsumedCapacity;
+      for (const entry of Array.isArray(consumed) ? consumed : consumed ? [consumed] : []) {
+        const { ReadCapacityUnits, WriteCapacityUnits, CapacityUnits } = entry as Record<string, number | undefined>;
+        if (ReadCapacityUnits !== undefined || WriteCapacityUnits !== undefined) {
+          into.readUnits += ReadCapacityUnits ?? 0;
+          into.writeUnits += WriteCapacityUnits ?? 0;
+        } else if (CapacityUnits !== undefined) {
+          // dynalite reports one total: a read call's units are read units, a write call's write units.
+          if (/^(Get|Query|Scan|BatchGet)/.test(context.commandName ?? '')) into.readUnits += CapacityUnits;
+          else into.writeUnits += CapacityUnits;
+        }
+      }
+      return result;
+    },
+    { step: 'initialize', name: 'benchConsumedCapacity' },
+  );
+}
+
+async function startAwsShape(): Promise<Shape> {
+  dataDir = await mkdtemp(join(tmpdir(), 'funduq-bench-aws-'));
+  const dynalite = await startDynalite({ path: dataDir });
+  const clock = { now: () => Date.now() };
+  const ids = { newId: () => randomUUID() };
+  const capacity: Record<string, Capacity> = {};
+  const clientFor = (name: string) => {
+    const client = localDynamoClient(dynalite.endpoint);
+    capacity[name] = { readUnits: 0, writeUnits: 0, requests: 0 };
+    countCapacity(client, capacity[name]);
+    return client;
+  };
+  const setupClient = localDynamoClient(dynalite.endpoint);
+  await ensureTables(setupClient, TABLES);
+  const doorsClient = clientFor('doors');
+  const dispatcherClient = clientFor('dispatcher');
+  const doorsStore = new DynamoRunStore({ client: doorsClient, tables: TABLES });
+  const dispatcherStore = new DynamoRunStore({ client: dispatcherClient, tables: TABLES });
+  // Plain runs leave no asks: the timer (Step Functions) is never armed in these scenarios.
+  const timer: AskTimer = { arm: async () => {}, disarm: async () => {} };
+  const counts = { sends: 0, receives: 0, deletes: 0 };
+  const dispatches: number[] = [];
+  const fifo = new InProcessThreadQueue();
+  const settings = { threadQueueLimit: 8 };
+  const dispatcher = createGateway({
+    store: dispatcherStore,
+    queue: { enqueue: async () => {} },
+    timer,
+    feed: new PollingChangeFeed(dispatcherStore),
+    providers: { 'agui-http': new AgUiHttpProvider({ clock }) },
+    clock,
+    ids,
+    settings,
+  });
+  const doors = createGateway({
+    store: doorsStore,
+    queue: {
+      async enqueue(message) {
+        counts.sends += 1;
+        await fifo.enqueue(message);
+      },
+    },
+    timer,
+    feed: new PollingChangeFeed(doorsStore),
+    providers: {},
+    clock,
+    ids,
+    settings,
+  });
+  fifo.start(async (runId) => {
+    // The event source mapping receives the message, the function runs, and a success deletes it.
+    counts.receives += 1;
+    const startedAt = performance.now();
+    await dispatcher.dispatchRun(runId);
+    dispatches.push(performance.now() - startedAt);
+    counts.deletes += 1;
+  });
+  const app = createApp({ gateway: doors, sse: { heartbeatMs: 10_000, maxDurationMs: 13.5 * 60_000 } });
+  const server = await new Promise<Server>((resolve) => {
+    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s as Server));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    stores: { doors: doorsStore, dispatcher: dispatcherStore },
+    capacity,
+    dispatches,
+    queue: counts,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await dynalite.close();
+      for (const client of [setupClient, doorsClient, dispatcherClient]) client.destroy();
+    },
+  };
+}
+
+function current(): Shape {
+  if (!shape) throw new Error('the gateway is not started');
+  return shape;
+}
+
+function anyStore(): RunStore {
+  return Object.values(current().stores)[0];
+}
+
+/**
+ * The store's own write ceiling: the same events written straight to the store through the
+ * same adapter (BatchWriteItem of 25), no gateway in the path, in three arrangements; the best
+ * is the ceiling.
+ */
+async function ceiling({ plan, rounds }: { plan: Script; rounds: number }) {
+  const store = anyStore();
+  const make = (): StoredEvent[] => {
+    const runId = randomUUID();
+    const at = Date.now();
+    return script({ threadId: `ceiling-${runId}`, runId }, plan).map((event, i) => ({
+      runId,
+      seq: i + 1,
+      event: { ...event, timestamp: at, rawEvent: { sentAt: at + 0.123456 } } as StoredEvent['event'],
+    }));
+  };
+  const arrangements: Record<string, (events: StoredEvent[]) => Promise<void>> = {
+    // One call: the adapter writes all batches of 25 in parallel.
+    'one call, all batches in parallel': (events) => store.appendEvents(events),
+    // One batch of 25 at a time.
+    'batches of 25, one at a time': async (events) => {
+      for (let i = 0; i < events.length; i += 25) await store.appendEvents(events.slice(i, i + 25));
+    },
+    // Four writers, each a batch of 25 at a time.
+    'batches of 25, four in flight': async (events) => {
+      let next = 0;
+      const worker = async () => {
+        while (next < events.length) {
+          const from = next;
+          next += 25;
+          await store.appendEvents(events.slice(from, from + 25));
+        }
+      };
+      await Promise.all([worker(), worker(), worker(), worker()]);
+    },
+  };
+  const rates: Record<string, number[]> = {};
+  // One unmeasured pass warms the adapter and dynalite's code paths.
+  for (const write of Object.values(arrangements)) await write(make());
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, write] of Object.entries(arrangements)) {
+      const events = make();
+      const startedAt = performance.now();
+      await write(events);
+      (rates[name] ??= []).push(events.length / ((performance.now() - startedAt) / 1000));
+    }
+  }
+  return rates;
+}
+
+let sampler: ReturnType<typeof setInterval> | undefined;
+let peakRss = 0;
+
+serveParent(
+  {
+    async start({ mode }: { mode: 'local' | 'aws' }) {
+      shape = mode === 'aws' ? await startAwsShape() : await startLocal();
+      return shape.url;
+    },
+    async putAgent(agent: Agent) {
+      // In the AWS shape both functions read one table: one write serves both.
+      await anyStore().putAgent(agent);
+    },
+    usage() {
+      const { stores, capacity, dispatches, queue } = current();
+      const usage: Record<string, StoreUsage> = {};
+      for (const [name, store] of Object.entries(stores)) usage[name] = { ...store.usage };
+      return { usage, capacity, dispatches: [...dispatches], queue: { ...queue } };
+    },
+    ceiling,
+    /** Samples this process's RSS every 20 ms until `memoryPeak`. */
+    sampleMemory() {
+      peakRss = process.memoryUsage().rss;
+      clearInterval(sampler);
+      sampler = setInterval(() => {
+        peakRss = Math.max(peakRss, process.memoryUsage().rss);
+      }, 20);
+    },
+    memoryPeak() {
+      clearInterval(sampler);
+      peakRss = Math.max(peakRss, process.memoryUsage().rss);
+      return { peakRss, maxRss: process.resourceUsage().maxRSS * 1024, rss: process.memoryUsage().rss };
+    },
+    cpu: () => process.cpuUsage(),
+  },
+  async () => {
+    clearInterval(sampler);
+    await shape?.close();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  },
+);

@@ -1,0 +1,69 @@
+import type { Bench, Row } from '../support/bench.js';
+import { row } from '../support/bench.js';
+import { scriptQuery, type Script } from '../support/script.js';
+import { percentile, spread } from '../support/stats.js';
+import { readWithStockClient, type StockRead } from './stock-agui.js';
+
+const NAME = 'paced relay';
+
+/**
+ * 500 events, one every 10 ms, read with the stock @ag-ui/client straight from the agent and
+ * through funduq (local gateway, durable store). Latency of an event = its arrival at the
+ * client − the agent's send time; funduq's added latency is the difference of the two
+ * distributions' percentiles in the same repetition (the clock offset between the agent's
+ * process and the harness's cancels out).
+ */
+export async function pacedRelay(bench: Bench): Promise<Row[]> {
+  const plan: Script = { events: bench.quick ? 150 : 500, intervalMs: 10, deltaChars: 6 };
+  const reps = bench.quick ? 3 : 5;
+  const gateway = await bench.startGateway('local', 'scenario-1');
+  try {
+    await gateway.registerAgent('paced', plan);
+    await gateway.registerAgent('warm', { ...plan, events: 50, intervalMs: 1 });
+    const direct = `${bench.agentUrl}/agui?${scriptQuery(plan)}`;
+    const through = `${gateway.url}/agui/paced`;
+    // Unmeasured: warms the JIT on both paths and opens the gateway's connection to the agent.
+    await readWithStockClient(`${bench.agentUrl}/agui?${scriptQuery({ ...plan, events: 50, intervalMs: 1 })}`);
+    await readWithStockClient(`${gateway.url}/agui/warm`);
+
+    const p50: number[] = [];
+    const p99: number[] = [];
+    const first: number[] = [];
+    const directP50: number[] = [];
+    const directP99: number[] = [];
+    const directFirst: number[] = [];
+    for (let rep = 0; rep < reps; rep++) {
+      // Alternate which side goes first, so neither always runs on a cooler machine.
+      let d: StockRead;
+      let f: StockRead;
+      if (rep % 2 === 0) {
+        d = await readWithStockClient(direct);
+        f = await readWithStockClient(through);
+      } else {
+        f = await readWithStockClient(through);
+        d = await readWithStockClient(direct);
+      }
+      for (const [side, read] of [['direct', d], ['funduq', f]] as const) {
+        if (read.events !== plan.events) bench.log(`  ${side}: ${read.events} events of ${plan.events} (last ${read.lastType})`);
+      }
+      p50.push(percentile(f.latencies, 50) - percentile(d.latencies, 50));
+      p99.push(percentile(f.latencies, 99) - percentile(d.latencies, 99));
+      first.push(f.firstEventMs - d.firstEventMs);
+      directP50.push(percentile(d.latencies, 50));
+      directP99.push(percentile(d.latencies, 99));
+      directFirst.push(d.firstEventMs);
+      bench.log(
+        `  rep ${rep + 1}: added p50 ${p50.at(-1)!.toFixed(2)} ms, p99 ${p99.at(-1)!.toFixed(2)} ms, first event +${first.at(-1)!.toFixed(2)} ms`,
+      );
+    }
+    const base = { scenario: 1, name: NAME, unit: 'ms' };
+    const ref = (samples: number[]) => spread(samples).median;
+    return [
+      row({ ...base, metric: 'added latency per event, p50', reference: ref(directP50), referenceIs: 'direct p50 latency', target: '≤ 5 ms' }, spread(p50), (v) => v <= 5),
+      row({ ...base, metric: 'added latency per event, p99', reference: ref(directP99), referenceIs: 'direct p99 latency', target: '≤ 20 ms' }, spread(p99), (v) => v <= 20),
+      row({ ...base, metric: 'added time to first event', reference: ref(directFirst), referenceIs: 'direct time to first event', target: '≤ 15 ms' }, spread(first), (v) => v <= 15),
+    ];
+  } finally {
+    await gateway.stop();
+  }
+}

@@ -1,0 +1,124 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Role } from '@a2a-js/sdk';
+import { ClientFactory } from '@a2a-js/sdk/client';
+import type { Bench, Row } from '../support/bench.js';
+import { BENCH_DIR, row } from '../support/bench.js';
+import type { Script } from '../support/script.js';
+import { now } from '../support/sse-reader.js';
+import { median, spread } from '../support/stats.js';
+
+const NAME = 'A2A streaming';
+const CHUNKS = 2000;
+
+interface A2ARead {
+  chunks: number;
+  ms: number;
+  finalState: number | undefined;
+}
+
+/** One SendStreamingMessage read with the stock client; counts artifact chunks until the stream ends. */
+async function streamOnce(baseUrl: string): Promise<A2ARead> {
+  const client = await new ClientFactory().createFromUrl(baseUrl);
+  const startedAt = now();
+  let chunks = 0;
+  let lastAt = startedAt;
+  let finalState: number | undefined;
+  const stream = client.sendMessageStream({
+    tenant: '',
+    message: {
+      messageId: randomUUID(),
+      contextId: '',
+      taskId: '',
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: 'text', value: 'go' }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
+    configuration: undefined,
+    metadata: undefined,
+  });
+  for await (const response of stream) {
+    lastAt = now();
+    const payload = response.payload;
+    if (payload?.$case === 'artifactUpdate') chunks += 1;
+    else if (payload?.$case === 'statusUpdate') finalState = payload.value.status?.state;
+    else if (payload?.$case === 'task') finalState = payload.value.status?.state;
+  }
+  return { chunks, ms: lastAt - startedAt, finalState };
+}
+
+/** The A2A door is there when its module exists and the gateway serves the demo's agent card. */
+async function a2aDoor(url: string): Promise<{ ok: boolean; why: string }> {
+  const doors = join(BENCH_DIR, '..', 'lambdas', 'doors');
+  const files = existsSync(doors) ? readdirSync(doors).filter((name) => name.startsWith('a2a')) : [];
+  if (files.length === 0) return { ok: false, why: 'no lambdas/doors/a2a*' };
+  const card = await fetch(`${url}/a2a/demo/.well-known/agent-card.json`).catch(() => undefined);
+  if (!card || card.status !== 200) return { ok: false, why: `GET /a2a/demo/.well-known/agent-card.json answered ${card?.status ?? 'nothing'}` };
+  return { ok: true, why: '' };
+}
+
+/**
+ * The same 2,000 chunks through funduq's A2A door (the scripted AG-UI agent behind it: each
+ * TEXT_MESSAGE_CONTENT becomes an artifact chunk) and from the @a2a-js/sdk reference server
+ * (DefaultRequestHandler + InMemoryTaskStore + an AgentExecutor), both read with the stock
+ * client's `sendMessageStream`.
+ */
+export async function a2aStreaming(bench: Bench): Promise<Row[]> {
+  const reps = bench.quick ? 2 : 5;
+  const plan: Script = { events: CHUNKS + 4, intervalMs: 0, deltaChars: 6 };
+  const reference = `${bench.agentUrl}/a2a-ref/${CHUNKS}/`;
+  const gateway = await bench.startGateway('local', 'scenario-3');
+  try {
+    const door = await a2aDoor(gateway.url);
+    await streamOnce(reference);
+    const referenceRates: number[] = [];
+    const funduqRates: number[] = [];
+    if (door.ok) {
+      await gateway.registerAgent('burst', plan);
+      await streamOnce(`${gateway.url}/a2a/burst/`);
+    }
+    for (let rep = 0; rep < reps; rep++) {
+      const ref = await streamOnce(reference);
+      if (ref.chunks !== CHUNKS) throw new Error(`the reference server sent ${ref.chunks} chunks, expected ${CHUNKS}`);
+      referenceRates.push(ref.chunks / (ref.ms / 1000));
+      let line = `  rep ${rep + 1}: reference ${referenceRates.at(-1)!.toFixed(0)} chunks/s`;
+      if (door.ok) {
+        const through = await streamOnce(`${gateway.url}/a2a/burst/`);
+        if (through.chunks !== CHUNKS) bench.log(`  funduq's A2A door sent ${through.chunks} chunks, expected ${CHUNKS}`);
+        funduqRates.push(through.chunks / (through.ms / 1000));
+        line += `, funduq ${funduqRates.at(-1)!.toFixed(0)} chunks/s`;
+      }
+      bench.log(line);
+    }
+    let ceiling: number | null = null;
+    if (door.ok) {
+      const ceilings = await gateway.child.call<Record<string, number[]>>('ceiling', { plan, rounds: reps });
+      ceiling = Math.max(...Object.values(ceilings).map(median));
+    }
+    const base = { scenario: 3, name: NAME, unit: 'chunks/s' };
+    const missing = door.ok ? undefined : `not measured: A2A door missing (${door.why})`;
+    const referenceMedian = median(referenceRates);
+    return [
+      row(
+        { ...base, metric: 'through funduq A2A door', reference: ceiling, referenceIs: 'store write ceiling (events/s)', target: '≥ 80% of store ceiling', note: missing },
+        door.ok ? spread(funduqRates) : null,
+        (v) => ceiling !== null && v >= 0.8 * ceiling,
+      ),
+      row(
+        { ...base, metric: 'through funduq ÷ store ceiling', unit: '%', reference: 100, target: '≥ 80%', note: missing },
+        door.ok && ceiling ? spread(funduqRates.map((rate) => (rate / ceiling!) * 100)) : null,
+        (v) => v >= 80,
+      ),
+      row(
+        { ...base, metric: 'through funduq ÷ in-memory reference', unit: '%', reference: 100, target: null, note: missing },
+        door.ok ? spread(funduqRates.map((rate) => (rate / referenceMedian) * 100)) : null,
+      ),
+      row({ ...base, metric: '@a2a-js/sdk reference (InMemoryTaskStore)', reference: null, target: null }, spread(referenceRates)),
+    ];
+  } finally {
+    await gateway.stop();
+  }
+}

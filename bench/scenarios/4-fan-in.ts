@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import type { Bench, Row } from '../support/bench.js';
+import { row } from '../support/bench.js';
+import { scriptQuery, type Script } from '../support/script.js';
+import { readRun, runProblem, type Read } from '../support/sse-reader.js';
+import { percentile, spread } from '../support/stats.js';
+
+const NAME = 'fan-in';
+const MB = 1024 * 1024;
+
+interface Wave {
+  runsPerSecond: number;
+  /** Per run: request start → its last event. */
+  toLast: number[];
+  errors: string[];
+}
+
+/** `runs` runs at once, each on a thread of its own, read with the bare SSE reader. */
+async function wave(url: string, runs: number, events: number): Promise<Wave> {
+  const startedAt = performance.now();
+  const reads: Read[] = await Promise.all(
+    Array.from({ length: runs }, () => readRun(url, { threadId: randomUUID(), runId: randomUUID() })),
+  );
+  const seconds = (performance.now() - startedAt) / 1000;
+  const errors = reads.map((read) => runProblem(read, events)).filter((problem): problem is string => problem !== undefined);
+  return {
+    runsPerSecond: runs / seconds,
+    toLast: reads.filter((read) => read.arrivals.length > 0).map((read) => read.arrivals.at(-1)! - read.startedAt),
+    errors,
+  };
+}
+
+/**
+ * 200 runs at once on 200 threads, 100 events each as fast as the agent sends them. The
+ * gateway's RSS is sampled in its own process every 20 ms; the same wave straight to the agent
+ * is the reference.
+ */
+export async function fanIn(bench: Bench): Promise<Row[]> {
+  const runs = bench.quick ? 100 : 200;
+  const plan: Script = { events: 100, intervalMs: 0, deltaChars: 6 };
+  const reps = bench.quick ? 2 : 3;
+  const gateway = await bench.startGateway('local', 'scenario-4');
+  try {
+    await gateway.registerAgent('fan', plan);
+    const direct = `${bench.agentUrl}/agui?${scriptQuery(plan)}`;
+    const through = `${gateway.url}/agui/fan`;
+    // Unmeasured: a small wave each way warms the code paths and the connection pools.
+    await wave(direct, 20, plan.events);
+    await wave(through, 20, plan.events);
+    const figures = { rate: [] as number[], p50: [] as number[], p99: [] as number[], errors: [] as number[], rss: [] as number[] };
+    const reference = { rate: [] as number[], p50: [] as number[], p99: [] as number[] };
+    for (let rep = 0; rep < reps; rep++) {
+      const d = await wave(direct, runs, plan.events);
+      reference.rate.push(d.runsPerSecond);
+      reference.p50.push(percentile(d.toLast, 50));
+      reference.p99.push(percentile(d.toLast, 99));
+      await gateway.child.call('sampleMemory');
+      const f = await wave(through, runs, plan.events);
+      const memory = await gateway.child.call<{ peakRss: number; maxRss: number }>('memoryPeak');
+      figures.rate.push(f.runsPerSecond);
+      figures.p50.push(percentile(f.toLast, 50));
+      figures.p99.push(percentile(f.toLast, 99));
+      figures.errors.push(f.errors.length);
+      figures.rss.push(memory.peakRss / MB);
+      for (const error of new Set(f.errors)) bench.log(`  error: ${error}`);
+      bench.log(
+        `  rep ${rep + 1}: ${f.runsPerSecond.toFixed(1)} runs/s (direct ${d.runsPerSecond.toFixed(1)}), last event p50 ${figures.p50.at(-1)!.toFixed(0)} ms p99 ${figures.p99.at(-1)!.toFixed(0)} ms, ${f.errors.length} errors, peak RSS ${figures.rss.at(-1)!.toFixed(0)} MB (max RSS since start ${(memory.maxRss / MB).toFixed(0)} MB)`,
+      );
+    }
+    const base = { scenario: 4, name: `${NAME} (${runs} runs × ${plan.events} events)` };
+    const ref = (samples: number[]) => spread(samples).median;
+    return [
+      row({ ...base, metric: 'runs/s', unit: 'runs/s', reference: ref(reference.rate), referenceIs: 'direct from the agent', target: null }, spread(figures.rate)),
+      row({ ...base, metric: 'time to last event, p50', unit: 'ms', reference: ref(reference.p50), referenceIs: 'direct', target: null }, spread(figures.p50)),
+      row({ ...base, metric: 'time to last event, p99', unit: 'ms', reference: ref(reference.p99), referenceIs: 'direct', target: null }, spread(figures.p99)),
+      row({ ...base, metric: 'errors', unit: 'runs', reference: null, target: '0' }, spread(figures.errors), (v) => Math.max(...figures.errors) === 0 && v === 0),
+      row({ ...base, metric: 'gateway peak RSS', unit: 'MB', reference: null, target: '≤ 400 MB' }, spread(figures.rss), () => Math.max(...figures.rss) <= 400),
+    ];
+  } finally {
+    await gateway.stop();
+  }
+}

@@ -1,0 +1,43 @@
+import { randomUUID } from 'node:crypto';
+import { HttpAgent } from '@ag-ui/client';
+import { now } from '../support/sse-reader.js';
+
+export interface StockRead {
+  /** Request start to first event. */
+  firstEventMs: number;
+  /** Request start to last event. */
+  totalMs: number;
+  /** Per event: arrival − the agent's send time (`rawEvent.sentAt`). */
+  latencies: number[];
+  events: number;
+  lastType: string | undefined;
+}
+
+/** One run read with the stock @ag-ui/client (`HttpAgent.runAgent`), every event time-stamped on arrival. */
+export async function readWithStockClient(url: string, forwardedProps?: Record<string, unknown>): Promise<StockRead> {
+  const agent = new HttpAgent({
+    url,
+    threadId: randomUUID(),
+    initialMessages: [{ id: randomUUID(), role: 'user', content: 'go' }],
+  });
+  const arrivals: number[] = [];
+  const latencies: number[] = [];
+  let lastType: string | undefined;
+  const startedAt = now();
+  await agent.runAgent(forwardedProps ? { forwardedProps } : {}, {
+    onEvent: ({ event }) => {
+      const at = now();
+      arrivals.push(at);
+      lastType = event.type;
+      const sentAt = (event.rawEvent as { sentAt?: number } | undefined)?.sentAt;
+      if (typeof sentAt === 'number') latencies.push(at - sentAt);
+    },
+  });
+  return {
+    firstEventMs: arrivals[0] - startedAt,
+    totalMs: arrivals[arrivals.length - 1] - startedAt,
+    latencies,
+    events: arrivals.length,
+    lastType,
+  };
+}

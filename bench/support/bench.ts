@@ -1,0 +1,89 @@
+import { mkdir } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import type { Agent } from '../../lambdas/core/model.js';
+import { startChild, type Child } from './child.js';
+import { scriptQuery, type Script } from './script.js';
+import type { Spread } from './stats.js';
+
+export const BENCH_DIR = fileURLToPath(new URL('../', import.meta.url));
+export const PROFILE_DIR = `${BENCH_DIR}profiles`;
+
+/** One figure of one scenario, as `bench/results.json` holds it. */
+export interface Row {
+  scenario: number;
+  name: string;
+  metric: string;
+  /** The median across repetitions; null when the figure was not measured. */
+  value: number | null;
+  unit: string;
+  /** The figure this one is compared with (same unit), and what it is. */
+  reference: number | null;
+  referenceIs?: string;
+  /** As written in the issue, e.g. "≤ 5 ms"; null for figures reported without a target. */
+  target: string | null;
+  met: boolean | null;
+  median?: number;
+  spread?: Omit<Spread, 'median'>;
+  note?: string;
+}
+
+export interface Bench {
+  quick: boolean;
+  profile: boolean;
+  agent: Child;
+  agentUrl: string;
+  log(line: string): void;
+  /** A fresh gateway process (fresh temp data dir); `name` names its CPU profile. */
+  startGateway(mode: 'local' | 'aws', name: string): Promise<Gateway>;
+}
+
+export interface Gateway {
+  child: Child;
+  url: string;
+  /** Registers an agui-http agent served by the scripted agent with `plan`. */
+  registerAgent(id: string, plan: Script): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startGateway(agentUrl: string, mode: 'local' | 'aws', name: string, profile: boolean): Promise<Gateway> {
+  const execArgv: string[] = [];
+  if (profile) {
+    await mkdir(PROFILE_DIR, { recursive: true });
+    execArgv.push('--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${name}.cpuprofile`);
+  }
+  const child = await startChild('gateway.ts', { name: `gateway (${name})`, execArgv });
+  const url = await child.call<string>('start', { mode });
+  return {
+    child,
+    url,
+    async registerAgent(id, plan) {
+      const agent: Agent = {
+        id,
+        description: `bench: ${plan.events} events every ${plan.intervalMs} ms`,
+        provider: { kind: 'agui-http', url: `${agentUrl}/agui?${scriptQuery(plan)}` },
+        takesInterjections: false,
+        timeoutSeconds: 900,
+        idleTimeoutSeconds: 300,
+      };
+      await child.call('putAgent', agent);
+    },
+    stop: () => child.stop(),
+  };
+}
+
+/** A row from repetitions: value = median, with the spread. */
+export function row(
+  base: Omit<Row, 'value' | 'median' | 'spread' | 'met'> & { met?: boolean | null },
+  summary: Spread | null,
+  meets?: (value: number) => boolean,
+): Row {
+  if (!summary || !Number.isFinite(summary.median)) return { ...base, value: null, met: base.met ?? null };
+  const { median, ...rest } = summary;
+  return {
+    ...base,
+    value: median,
+    median,
+    spread: rest,
+    met: base.met !== undefined ? base.met : meets ? meets(median) : null,
+  };
+}

@@ -1,0 +1,89 @@
+import type { StreamResponse } from '@a2a-js/sdk';
+import { isoNow, type CoreDeps } from '../deps.js';
+import type { PushNotification, PushSender, RunChange } from '../ports.js';
+import { lineageOf } from './lineage.js';
+import { TaskProjection } from './projection.js';
+
+/** What one change of the record pushes: its task, and the notifications in the order they go. */
+export interface PushPlan {
+  taskId: string;
+  notifications: PushNotification[];
+}
+
+/**
+ * The push notifications one change of the record calls for (A2A push): the updates the change
+ * adds to its task, as the task projection says them, once per push config of the task. Events
+ * push the artifact chunks and funduq-only events they carry (and WORKING when a run starts); a
+ * run's status change pushes the task's status, except `running`, whose RUN_STARTED says it.
+ */
+export async function planPush(deps: Pick<CoreDeps, 'store'>, change: RunChange): Promise<PushPlan | undefined> {
+  const { store } = deps;
+  if (change.kind === 'status' && change.run.status === 'running') return undefined;
+  const run = change.kind === 'status' ? change.run : await store.getRun(change.runId);
+  if (!run) return undefined;
+  const configs = await store.listPushConfigs(run.rootRunId);
+  if (configs.length === 0) return undefined;
+  const root = run.rootRunId === run.runId ? run : await store.getRun(run.rootRunId);
+  if (!root) return undefined;
+
+  const projection = new TaskProjection(root.runId, root.threadId);
+  const updates: StreamResponse[] = [];
+  for (const member of await lineageOf(store, root)) {
+    if (change.kind === 'events' && member.runId === change.runId) {
+      // While a run records events it is running; its later state is pushed by its own change.
+      projection.observeRun({ ...member, status: 'running' });
+      const last = Math.max(...change.events.map((stored) => stored.seq));
+      const wanted = new Set(change.events.map((stored) => stored.seq));
+      for (const stored of await store.readEvents(member.runId, 0, last)) {
+        const said = projection.applyEvent(stored);
+        if (wanted.has(stored.seq)) updates.push(...said);
+      }
+      break;
+    }
+    projection.observeRun(member);
+    for (const stored of await store.readEvents(member.runId, 0)) projection.applyEvent(stored);
+  }
+  if (change.kind === 'status') updates.push(projection.statusNow());
+  return {
+    taskId: root.runId,
+    notifications: updates.flatMap((body) => configs.map((config) => ({ config, body }))),
+  };
+}
+
+/**
+ * Sends a plan in order: each update to all of its configs before the next update. A notification
+ * that no try delivered is recorded on its config as a dead letter, and the plan goes on.
+ */
+export async function deliverPush(deps: Pick<CoreDeps, 'store' | 'clock'>, sender: PushSender, plan: PushPlan): Promise<void> {
+  const byUpdate = new Map<unknown, PushNotification[]>();
+  for (const notification of plan.notifications) {
+    const group = byUpdate.get(notification.body) ?? [];
+    group.push(notification);
+    byUpdate.set(notification.body, group);
+  }
+  for (const group of byUpdate.values()) {
+    await Promise.all(
+      group.map(async (notification) => {
+        const result = await sender.send(notification);
+        if (result.delivered) return;
+        const { taskId, configId } = notification.config;
+        await deps.store.recordPushFailure(taskId, configId, {
+          at: isoNow(deps),
+          error: result.error,
+          attempts: result.attempts,
+          notification: notification.body,
+        });
+      }),
+    );
+  }
+}
+
+/**
+ * Push for one change, planned and delivered: what a change feed's consumer calls (the local
+ * runtime's feed listener; on AWS, the stream handler for each record of the runs and run_events
+ * streams, in order per shard).
+ */
+export async function pushForChange(deps: Pick<CoreDeps, 'store' | 'clock'>, sender: PushSender, change: RunChange): Promise<void> {
+  const plan = await planPush(deps, change);
+  if (plan) await deliverPush(deps, sender, plan);
+}

@@ -1,0 +1,351 @@
+import type { Message, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
+import { cancelRun } from '../cancel-run.js';
+import { isoNow, type CoreDeps } from '../deps.js';
+import { ok, refuse, type Refusal, type Result } from '../errors.js';
+import type { MessageClaim, Principal, PushConfig, Run } from '../model.js';
+import { openAsks } from '../outcome.js';
+import type { PushSender } from '../ports.js';
+import { startRun } from '../start-run.js';
+import { parseCursor } from './cursor.js';
+import { answerInput, ordinaryInput, type Landing } from './inbound.js';
+import { followTask, lineageOf, readTask } from './lineage.js';
+import type { TaskView } from './projection.js';
+import { Roles, TaskStates, TERMINAL_TASK_STATES } from './vocabulary.js';
+
+export interface A2aSettings {
+  /** How long a message id stays taken in its context: a repeat within it returns the first task (A2A idempotency). */
+  messageIdTtlSeconds: number;
+  /** ListTasks page size when the caller names none (A2A 1.0: 50). */
+  defaultPageSize: number;
+  maxPageSize: number;
+}
+
+export const DEFAULT_A2A_SETTINGS: A2aSettings = { messageIdTtlSeconds: 24 * 60 * 60, defaultPageSize: 50, maxPageSize: 100 };
+
+/** Who asks, at which agent's A2A endpoint. */
+export interface Caller {
+  agentId: string;
+  principal: Principal;
+}
+
+/** A push target as a caller gives it (A2A `TaskPushNotificationConfig` less the task). */
+export interface PushTarget {
+  configId?: string;
+  url: string;
+  token?: string;
+  authentication?: { scheme: string; credentials?: string };
+}
+
+export interface SendMessage extends Caller {
+  message: Message;
+  /** The request's `metadata`: the run's `forwardedProps`. */
+  metadata?: Record<string, unknown>;
+  /** A push config sent with the message (`configuration.taskPushNotificationConfig`). */
+  push?: PushTarget;
+}
+
+export interface Sent {
+  /** The task: its root run. */
+  root: Run;
+  /** The run the message started (or, for a repeated message id, the one the first started). */
+  run: Run;
+  repeated: boolean;
+}
+
+export interface TaskQuery {
+  contextId?: string;
+  state?: TaskState;
+  pageSize?: number;
+  pageToken?: string;
+  statusTimestampAfter?: string;
+  view: TaskView;
+}
+
+export interface TaskPage {
+  tasks: Task[];
+  nextPageToken?: string;
+  pageSize: number;
+  /** Exact for a context; for a whole tenant the index keeps no count, so it is the tasks of this page. */
+  totalSize: number;
+}
+
+/**
+ * The A2A door's use cases over the core: a task is the lineage of a root run and its answers
+ * (task id = root run id, contextId = thread id), and every answer comes from the one record.
+ */
+export function createTasks(deps: CoreDeps, options: { push?: PushSender; settings?: Partial<A2aSettings> } = {}) {
+  const { store } = deps;
+  const settings: A2aSettings = { ...DEFAULT_A2A_SETTINGS, ...options.settings };
+
+  async function findTask(caller: Caller, taskId: string): Promise<Result<Run>> {
+    const root = taskId ? await store.getRun(taskId) : undefined;
+    // An answer run is part of a task, not a task: only roots are found by id.
+    if (!root || root.tenant !== caller.principal.tenant || root.agentId !== caller.agentId || root.rootRunId !== root.runId) {
+      return refuse('run_not_found', `no task "${taskId}" at agent "${caller.agentId}"`);
+    }
+    return ok(root);
+  }
+
+  async function sendMessage(request: SendMessage): Promise<Result<Sent>> {
+    const { message, principal, agentId } = request;
+    if (!message.messageId) return refuse('invalid_input', 'message.messageId is required');
+    if (message.role === Roles.AGENT) return refuse('invalid_input', 'message.role is ROLE_AGENT: a caller sends ROLE_USER messages');
+    if (!(await store.getAgent(agentId))) return refuse('agent_not_found', `no agent named "${agentId}"`);
+
+    let root: Run | undefined;
+    let threadId: string | undefined;
+    if (message.taskId) {
+      const found = await findTask(request, message.taskId);
+      if (!found.ok) return found;
+      root = found.value;
+      if (message.contextId && message.contextId !== root.threadId) {
+        return refuse('invalid_input', `contextId "${message.contextId}" is not the context of task "${root.runId}" ("${root.threadId}")`);
+      }
+      threadId = root.threadId;
+    } else if (message.contextId) {
+      const thread = await store.getThread(message.contextId);
+      if (!thread || thread.tenant !== principal.tenant) {
+        return refuse('thread_not_found', `no context "${message.contextId}": leave contextId out to start a new one`);
+      }
+      if (thread.agentId !== agentId) return refuse('thread_agent_mismatch', `context "${message.contextId}" belongs to another agent`);
+      threadId = thread.threadId;
+    }
+    if (request.push) {
+      const vetted = await vetTarget(request.push.url);
+      if (vetted) return vetted;
+    }
+
+    const nowSeconds = Math.floor(deps.clock.now() / 1000);
+    const candidate: MessageClaim = {
+      key: JSON.stringify([principal.tenant, agentId, threadId ?? '', message.messageId]),
+      runId: deps.ids.newId(),
+      threadId: threadId ?? deps.ids.newId(),
+      expiresAt: nowSeconds + settings.messageIdTtlSeconds,
+    };
+    const claim = await store.claimMessage(candidate, nowSeconds);
+    if (claim.runId !== candidate.runId) {
+      const earlier = await store.getRun(claim.runId);
+      if (earlier) {
+        const first = earlier.rootRunId === earlier.runId ? earlier : await store.getRun(earlier.rootRunId);
+        return ok({ root: first ?? earlier, run: earlier, repeated: true });
+      }
+      // The first attempt took the id but recorded no run yet (it failed, or is still on its
+      // way): go on with its ids, so that both attempts land on one run whichever is first.
+    }
+    const started = await start(request, root, { threadId: claim.threadId, runId: claim.runId, metadata: request.metadata });
+    if (!started.ok) await store.releaseMessage(claim);
+    return started;
+  }
+
+  async function start(request: SendMessage, root: Run | undefined, landing: Landing): Promise<Result<Sent>> {
+    let input;
+    if (root) {
+      const tail = (await lineageOf(store, root)).at(-1) ?? root;
+      const open = openAsks(tail);
+      if (tail.status !== 'completed' || open.length === 0) return notWaiting(root, tail);
+      // The context's open asks are its latest waiting run's; an older task's asks were left behind.
+      if ((await store.getThread(root.threadId))?.waitingRunId !== tail.runId) {
+        return refuse('no_open_ask', `task "${root.runId}" waits no more: a later task of context "${root.threadId}" holds its asks`);
+      }
+      const built = answerInput(request.message, open, landing);
+      if (!built.ok) return built;
+      input = built.value;
+    } else {
+      const built = ordinaryInput(request.message, landing);
+      if (!built.ok) return built;
+      input = built.value;
+    }
+    const started = await startRun(deps, { agentId: request.agentId, input, door: 'a2a', principal: request.principal });
+    if (!started.ok) return started;
+    const { run, attached } = started.value;
+    const taskRoot = root ?? (run.rootRunId === run.runId ? run : ((await store.getRun(run.rootRunId)) ?? run));
+    if (request.push) await putPushConfig(taskRoot, request.principal, request.push);
+    return ok({ root: taskRoot, run, repeated: attached });
+  }
+
+  function notWaiting(root: Run, tail: Run): Refusal {
+    const expired = Object.values(tail.asks ?? {}).filter((ask) => ask.state === 'expired');
+    if (tail.status === 'completed' && expired.length > 0) {
+      const when = expired.map((ask) => ask.expiresAt).find((at) => at !== undefined);
+      return refuse('interrupt_expired', `task "${root.runId}" waits no more: its ask expired${when ? ` at ${when}` : ''}`);
+    }
+    const now = tail.status === 'completed' ? 'has completed' : `is ${tail.status}`;
+    return refuse('no_open_ask', `task "${root.runId}" is not waiting for an answer: its latest run ${now}`);
+  }
+
+  async function getTask(caller: Caller, taskId: string, view?: TaskView): Promise<Result<Task>> {
+    const found = await findTask(caller, taskId);
+    return found.ok ? ok(await readTask(store, found.value, view)) : found;
+  }
+
+  /** Waits until the task leaves SUBMITTED and WORKING (done, or waiting for its caller). */
+  async function awaitTask(root: Run, signal?: AbortSignal): Promise<void> {
+    for await (const _update of followTask(deps, root, undefined, signal)) {
+      // The stream ends when the task settles; its updates are not needed here.
+    }
+  }
+
+  /**
+   * A task's stream: the Task, then its updates. With a cursor (the `cursor` of an update the
+   * caller saw) the stream resumes after it, even on a task that has ended since; without one, a
+   * task that has ended has nothing more to say (A2A 1.0: UnsupportedOperation).
+   */
+  async function subscribe(caller: Caller, taskId: string, cursor: string | undefined, signal?: AbortSignal): Promise<Result<AsyncGenerator<StreamResponse>>> {
+    const found = await findTask(caller, taskId);
+    if (!found.ok) return found;
+    const root = found.value;
+    if (cursor === undefined) {
+      const task = await readTask(store, root, { historyLength: 0, includeArtifacts: false });
+      if (task.status && TERMINAL_TASK_STATES.has(task.status.state)) {
+        return refuse('task_settled', `task "${taskId}" has ended: there is nothing to subscribe to (resume with a cursor to replay)`);
+      }
+      return ok(followTask(deps, root, undefined, signal));
+    }
+    const after = parseCursor(cursor);
+    if (!after || !(await lineageOf(store, root)).some((run) => run.runId === after.runId)) {
+      return refuse('invalid_input', `"${cursor}" is not a cursor of task "${taskId}": use metadata.funduq.cursor of an update of this task`);
+    }
+    return ok(followTask(deps, root, after, signal));
+  }
+
+  async function cancelTask(caller: Caller, taskId: string): Promise<Result<Task>> {
+    const found = await findTask(caller, taskId);
+    if (!found.ok) return found;
+    const root = found.value;
+    const tail = (await lineageOf(store, root)).at(-1) ?? root;
+    const cancelled = await cancelRun(deps, tail.runId, caller.principal);
+    if (!cancelled.ok) {
+      if (cancelled.code !== 'task_not_cancelable') return cancelled;
+      const task = await readTask(store, root, { historyLength: 0, includeArtifacts: false });
+      return refuse('task_not_cancelable', `task "${taskId}" has ended (${stateName(task)}): it can no longer be cancelled`);
+    }
+    return ok(await readTask(store, root));
+  }
+
+  async function listTasks(caller: Caller, query: TaskQuery): Promise<Result<TaskPage>> {
+    const pageSize = query.pageSize ?? settings.defaultPageSize;
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > settings.maxPageSize) {
+      return refuse('invalid_input', `pageSize must be a whole number from 1 to ${settings.maxPageSize}`);
+    }
+    const after = query.statusTimestampAfter ? Date.parse(query.statusTimestampAfter) : undefined;
+    if (after !== undefined && Number.isNaN(after)) return refuse('invalid_input', 'statusTimestampAfter must be an ISO 8601 time');
+    const matches = (task: Task) =>
+      (query.state === undefined || task.status?.state === query.state) &&
+      (after === undefined || Date.parse(task.status?.timestamp ?? '') > after);
+    const token = query.pageToken ?? '';
+
+    if (query.contextId) {
+      const offset = token === '' ? 0 : /^c\.(\d{1,9})$/.exec(token)?.[1];
+      if (offset === undefined) return refuse('invalid_input', 'pageToken is not a page token of this listing');
+      const thread = await store.getThread(query.contextId);
+      if (!thread || thread.tenant !== caller.principal.tenant || thread.agentId !== caller.agentId) {
+        return ok({ tasks: [], pageSize, totalSize: 0 });
+      }
+      const roots = (await store.listThreadRuns(query.contextId)).filter((run) => run.runId === run.rootRunId).reverse();
+      const tasks = (await Promise.all(roots.map((root) => readTask(store, root, query.view)))).filter(matches);
+      const from = Number(offset);
+      const next = from + pageSize < tasks.length ? `c.${from + pageSize}` : undefined;
+      return ok({ tasks: tasks.slice(from, from + pageSize), ...(next ? { nextPageToken: next } : {}), pageSize, totalSize: tasks.length });
+    }
+
+    let cursor: string | undefined;
+    if (token !== '') {
+      cursor = /^t\.(.+)$/s.exec(token)?.[1];
+      if (cursor === undefined) return refuse('invalid_input', 'pageToken is not a page token of this listing');
+    }
+    const tasks: Task[] = [];
+    // Each page asks for what is still missing, so every root read is used and the store's cursor
+    // (just past the last root read) is where the next page starts.
+    do {
+      let page: { runs: Run[]; cursor?: string };
+      try {
+        page = await store.listRootRuns(caller.principal.tenant, { limit: pageSize - tasks.length, cursor });
+      } catch (error) {
+        if (error instanceof RangeError) return refuse('invalid_input', 'pageToken is not a page token this gateway issued');
+        throw error;
+      }
+      for (const root of page.runs) {
+        if (root.agentId !== caller.agentId) continue;
+        const task = await readTask(store, root, query.view);
+        if (matches(task)) tasks.push(task);
+      }
+      cursor = page.cursor;
+    } while (cursor !== undefined && tasks.length < pageSize);
+    return ok({ tasks, ...(cursor ? { nextPageToken: `t.${cursor}` } : {}), pageSize, totalSize: tasks.length });
+  }
+
+  async function vetTarget(url: string): Promise<Refusal | undefined> {
+    if (!options.push) return refuse('invalid_input', 'this gateway sends no push notifications');
+    try {
+      new URL(url);
+    } catch {
+      return refuse('invalid_input', `push notification url "${url}" is not a URL`);
+    }
+    const why = await options.push.vet(url);
+    return why === undefined ? undefined : refuse('invalid_input', `push notification url refused: ${why}`);
+  }
+
+  async function putPushConfig(root: Run, principal: Principal, target: PushTarget): Promise<PushConfig> {
+    const config: PushConfig = {
+      taskId: root.runId,
+      configId: target.configId || deps.ids.newId(),
+      tenant: principal.tenant,
+      url: target.url,
+      createdAt: isoNow(deps),
+    };
+    if (target.token) config.token = target.token;
+    if (target.authentication?.scheme) config.authentication = target.authentication;
+    await store.putPushConfig(config);
+    return config;
+  }
+
+  async function createPushConfig(caller: Caller, taskId: string, target: PushTarget): Promise<Result<PushConfig>> {
+    const found = await findTask(caller, taskId);
+    if (!found.ok) return found;
+    const vetted = await vetTarget(target.url);
+    if (vetted) return vetted;
+    return ok(await putPushConfig(found.value, caller.principal, target));
+  }
+
+  async function getPushConfig(caller: Caller, taskId: string, configId: string): Promise<Result<PushConfig>> {
+    const found = await findTask(caller, taskId);
+    if (!found.ok) return found;
+    const config = await store.getPushConfig(taskId, configId);
+    return config ? ok(config) : refuse('push_config_not_found', `task "${taskId}" has no push notification config "${configId}"`);
+  }
+
+  async function listPushConfigs(caller: Caller, taskId: string): Promise<Result<PushConfig[]>> {
+    const found = await findTask(caller, taskId);
+    return found.ok ? ok(await store.listPushConfigs(taskId)) : found;
+  }
+
+  async function deletePushConfig(caller: Caller, taskId: string, configId: string): Promise<Result<void>> {
+    const found = await findTask(caller, taskId);
+    if (!found.ok) return found;
+    return (await store.deletePushConfig(taskId, configId))
+      ? ok(undefined)
+      : refuse('push_config_not_found', `task "${taskId}" has no push notification config "${configId}"`);
+  }
+
+  return {
+    settings,
+    /** Whether push notifications are sent (a sender is wired). */
+    pushes: options.push !== undefined,
+    sendMessage,
+    getTask,
+    awaitTask,
+    subscribe,
+    cancelTask,
+    listTasks,
+    createPushConfig,
+    getPushConfig,
+    listPushConfigs,
+    deletePushConfig,
+  };
+}
+
+export type Tasks = ReturnType<typeof createTasks>;
+
+function stateName(task: Task): string {
+  return Object.entries(TaskStates).find(([, state]) => state === task.status?.state)?.[0] ?? 'settled';
+}

@@ -1,0 +1,237 @@
+import { describe, expect, it } from 'vitest';
+import type { DynamoRunStore } from '../../../lambdas/adapters/aws/dynamodb/run-store.js';
+import { PollingChangeFeed } from '../../../lambdas/adapters/aws/polling-change-feed.js';
+import { followRun } from '../../../lambdas/core/follow-run.js';
+import type { Run, StoredEvent } from '../../../lambdas/core/model.js';
+import type { RunChange } from '../../../lambdas/core/ports.js';
+import { useDynalite } from '../../support/dynalite.js';
+
+const dynamo = useDynalite();
+
+let count = 0;
+function aRun(): Run {
+  count += 1;
+  const runId = `run-${count}`;
+  const threadId = `thread-${count}`;
+  return {
+    runId,
+    threadId,
+    agentId: 'demo',
+    tenant: 'acme',
+    principal: 'alice',
+    door: 'agui',
+    status: 'running',
+    arrival: 1,
+    rootRunId: runId,
+    input: { threadId, runId, messages: [], tools: [], context: [], state: {}, forwardedProps: {} },
+    createdAt: '2026-01-01T00:00:00.000Z',
+  };
+}
+
+function events(runId: string, from: number, to: number): StoredEvent[] {
+  const list: StoredEvent[] = [];
+  for (let seq = from; seq <= to; seq += 1) list.push({ runId, seq, event: { type: 'CUSTOM', name: 'n', value: seq } });
+  return list;
+}
+
+/**
+ * Polls run when the test says so. Every delay the feed asks for is recorded; `tick` runs the
+ * pending poll and resolves when the feed has scheduled the next one (or stopped).
+ */
+class ManualScheduler {
+  readonly delays: number[] = [];
+  pending: (() => void) | undefined;
+  private waiting: (() => void) | undefined;
+
+  readonly schedule = (poll: () => void, ms: number) => {
+    this.delays.push(ms);
+    this.pending = poll;
+    this.waiting?.();
+    return () => {
+      if (this.pending === poll) this.pending = undefined;
+    };
+  };
+
+  /** Resolves once a poll is scheduled. */
+  scheduled(): Promise<void> {
+    if (this.pending) return Promise.resolve();
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  async tick(): Promise<void> {
+    await this.scheduled();
+    const poll = this.pending as () => void;
+    this.pending = undefined;
+    poll();
+    await this.scheduled();
+  }
+}
+
+async function aStoredRun(store: DynamoRunStore): Promise<Run> {
+  const run = aRun();
+  await store.createRun(run);
+  return run;
+}
+
+function recorder() {
+  const changes: RunChange[] = [];
+  return {
+    changes,
+    listener: (change: RunChange) => changes.push(change),
+    seqs: () => changes.flatMap((c) => (c.kind === 'events' ? c.events.map((e) => e.seq) : [])),
+    statuses: () => changes.flatMap((c) => (c.kind === 'status' ? [c.run.status] : [])),
+  };
+}
+
+describe('the polling change feed', () => {
+  it('wakes a subscriber once at the start, so it reads what was stored before it subscribed', async () => {
+    const store = await dynamo.freshStore();
+    const run = await aStoredRun(store);
+    await store.appendEvents(events(run.runId, 1, 2));
+    const scheduler = new ManualScheduler();
+    const seen = recorder();
+    new PollingChangeFeed(store, { schedule: scheduler.schedule }).subscribe(run.runId, seen.listener);
+    await scheduler.scheduled();
+    expect(seen.statuses()).toEqual(['running']);
+    expect(seen.seqs()).toEqual([]);
+  });
+
+  it('hands a subscriber the events another function stored after its cursor, then the run’s new status', async () => {
+    const store = await dynamo.freshStore();
+    const run = await aStoredRun(store);
+    await store.appendEvents(events(run.runId, 1, 2));
+    const scheduler = new ManualScheduler();
+    const seen = recorder();
+    new PollingChangeFeed(store, { schedule: scheduler.schedule }).subscribe(run.runId, seen.listener);
+    await scheduler.scheduled();
+
+    await store.appendEvents(events(run.runId, 3, 5));
+    await scheduler.tick();
+    expect(seen.seqs()).toEqual([3, 4, 5]);
+
+    await store.transitionRun(run.runId, ['running'], { status: 'completed', lastSeq: 5 });
+    await scheduler.tick();
+    await scheduler.tick();
+    expect(seen.statuses()).toEqual(['running', 'completed']);
+    expect(seen.seqs()).toEqual([3, 4, 5]);
+  });
+
+  it('tells a cancel requested elsewhere to the running run’s dispatcher', async () => {
+    const store = await dynamo.freshStore();
+    const run = await aStoredRun(store);
+    const scheduler = new ManualScheduler();
+    const seen = recorder();
+    new PollingChangeFeed(store, { schedule: scheduler.schedule }).subscribe(run.runId, seen.listener);
+    await scheduler.scheduled();
+    await store.transitionRun(run.runId, ['running'], { status: 'cancelling', cancelRequested: true });
+    await scheduler.tick();
+    expect(seen.statuses()).toEqual(['running', 'cancelling']);
+  });
+
+  it('polls every 50 ms while something happens and backs off, doubling, to 1 s while nothing does', async () => {
+    const store = await dynamo.freshStore();
+    const run = await aStoredRun(store);
+    const scheduler = new ManualScheduler();
+    new PollingChangeFeed(store, { schedule: scheduler.schedule }).subscribe(run.runId, () => {});
+    await scheduler.scheduled();
+    for (let i = 0; i < 5; i += 1) await scheduler.tick();
+    expect(scheduler.delays).toEqual([100, 200, 400, 800, 1000, 1000]);
+
+    await store.appendEvents(events(run.runId, 1, 1));
+    await scheduler.tick();
+    await scheduler.tick();
+    expect(scheduler.delays.slice(-2)).toEqual([50, 100]);
+  });
+
+  it('hands this function’s own changes over at once, and does not read them back as news', async () => {
+    const store = await dynamo.freshStore();
+    const run = await aStoredRun(store);
+    const scheduler = new ManualScheduler();
+    const seen = recorder();
+    const feed = new PollingChangeFeed(store, { schedule: scheduler.schedule });
+    feed.subscribe(run.runId, seen.listener);
+    await scheduler.scheduled();
+
+    const mine = events(run.runId, 1, 2);
+    await store.appendEvents(mine);
+    feed.publish({ kind: 'events', runId: run.runId, events: mine });
+    expect(seen.seqs()).toEqual([1, 2]);
+
+    await scheduler.tick();
+    expect(seen.seqs()).toEqual([1, 2]);
+    expect(scheduler.delays).toEqual([100, 200]);
+  });
+
+  it('stops reading the store once unsubscribed', async () => {
+    const store = await dynamo.freshStore();
+    const run = await aStoredRun(store);
+    const scheduler = new ManualScheduler();
+    const seen = recorder();
+    const unsubscribe = new PollingChangeFeed(store, { schedule: scheduler.schedule }).subscribe(run.runId, seen.listener);
+    await scheduler.scheduled();
+    unsubscribe();
+    expect(scheduler.pending).toBeUndefined();
+    await store.appendEvents(events(run.runId, 1, 3));
+    expect(seen.seqs()).toEqual([]);
+  });
+
+  it('drops what a poll in flight finds once unsubscribed, and schedules nothing more', async () => {
+    const store = await dynamo.freshStore();
+    const run = await aStoredRun(store);
+    const scheduler = new ManualScheduler();
+    const seen = recorder();
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let reading: Promise<Run | undefined> | undefined;
+    const gated = {
+      readEvents: (...args: Parameters<DynamoRunStore['readEvents']>) => store.readEvents(...args),
+      getRun: (runId: string) => (reading = gate.then(() => store.getRun(runId))),
+      lastSeq: (runId: string) => store.lastSeq(runId),
+    };
+    const unsubscribe = new PollingChangeFeed(gated, { schedule: scheduler.schedule }).subscribe(run.runId, seen.listener);
+    await expect.poll(() => reading !== undefined).toBe(true);
+    unsubscribe();
+    release();
+    await reading;
+    // One macrotask turn lets the poll's continuation run to its end.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(seen.changes).toEqual([]);
+    expect(scheduler.delays).toEqual([]);
+  });
+
+  it('keeps polling after a failed read, and says so', async () => {
+    const store = await dynamo.freshStore();
+    const run = await aStoredRun(store);
+    const scheduler = new ManualScheduler();
+    const errors: unknown[] = [];
+    let failures = 1;
+    const flaky = {
+      readEvents: (...args: Parameters<DynamoRunStore['readEvents']>) => store.readEvents(...args),
+      getRun: (runId: string) => (failures-- > 0 ? Promise.reject(new Error('throttled')) : store.getRun(runId)),
+      lastSeq: (runId: string) => store.lastSeq(runId),
+    };
+    const seen = recorder();
+    new PollingChangeFeed(flaky, { schedule: scheduler.schedule, onError: (e) => errors.push(e) }).subscribe(run.runId, seen.listener);
+    await scheduler.tick();
+    expect(errors).toHaveLength(1);
+    expect(seen.statuses()).toEqual(['running']);
+  });
+
+  it('lets the core’s reader follow a run another function writes, to its end', async () => {
+    const store = await dynamo.freshStore();
+    const run = await aStoredRun(store);
+    await store.appendEvents(events(run.runId, 1, 2));
+    const readerFeed = new PollingChangeFeed(store, { minIntervalMs: 2, maxIntervalMs: 20 });
+    const read: number[] = [];
+    const reading = (async () => {
+      for await (const stored of followRun({ store, feed: readerFeed }, run.runId, 0)) read.push(stored.seq);
+    })();
+    await expect.poll(() => read).toEqual([1, 2]);
+    await store.appendEvents(events(run.runId, 3, 4));
+    await expect.poll(() => read).toEqual([1, 2, 3, 4]);
+    await store.appendEvents(events(run.runId, 5, 5));
+    await store.transitionRun(run.runId, ['running'], { status: 'completed', lastSeq: 5 });
+    await reading;
+    expect(read).toEqual([1, 2, 3, 4, 5]);
+  });
+});

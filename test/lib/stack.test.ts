@@ -1,0 +1,455 @@
+import { App } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { FunduqStack, settingsFromContext, type FunduqSettings } from '../../lib/funduq-stack.js';
+import { RUN_EVENTS_TABLE, RUNS_TABLE } from '../../lambdas/adapters/aws/dynamodb/tables.js';
+import { ENV } from '../../lambdas/handlers/environment.js';
+
+type Resource = { Type: string; Properties: Record<string, any> };
+
+const USER_POOL_ARN = 'arn:aws:cognito-idp:eu-west-1:123456789012:userpool/eu-west-1_Example';
+
+/**
+ * Bundling the five functions is esbuild's job and `npx cdk synth` covers it; here the stack's
+ * shape is what is asserted, so bundling is skipped (the documented `aws:cdk:bundling-stacks`).
+ */
+function synth(settings: Partial<FunduqSettings> = {}): { stack: FunduqStack; template: Template } {
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const stack = new FunduqStack(app, 'Funduq', { env: { account: '123456789012', region: 'eu-west-1' }, settings });
+  return { stack, template: Template.fromStack(stack) };
+}
+
+const defaults = synth();
+
+function resources(template: Template, type: string): Record<string, Resource> {
+  return template.findResources(type) as Record<string, Resource>;
+}
+
+function only(template: Template, type: string, props: Record<string, unknown> = {}): [string, Resource] {
+  const found = Object.entries(template.findResources(type, props.Properties ? props : { Properties: props }));
+  expect(found).toHaveLength(1);
+  return found[0] as [string, Resource];
+}
+
+/** The logical id of the function whose handler file is `name`. */
+function functionId(template: Template, name: string): string {
+  const [id] = only(template, 'AWS::Lambda::Function', {
+    Environment: { Variables: Match.objectLike({ FUNDUQ_FUNCTION: name }) },
+  });
+  return id;
+}
+
+/** Every IAM statement attached to a function's role. */
+function statementsOf(template: Template, name: string): Array<{ Action: string | string[]; Resource: unknown; Effect: string }> {
+  const fn = resources(template, 'AWS::Lambda::Function')[functionId(template, name)];
+  const roleId = fn.Properties.Role['Fn::GetAtt'][0];
+  return Object.values(resources(template, 'AWS::IAM::Policy'))
+    .filter((policy) => policy.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleId))
+    .flatMap((policy) => policy.Properties.PolicyDocument.Statement);
+}
+
+function actionsOf(template: Template, name: string): string[] {
+  return statementsOf(template, name).flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+}
+
+/** The state machine's definition as ASL, with every CloudFormation reference left as a `${Ref}` marker. */
+function stateMachineDefinition(template: Template): any {
+  const [, machine] = only(template, 'AWS::StepFunctions::StateMachine');
+  const parts = machine.Properties.DefinitionString['Fn::Join'][1] as unknown[];
+  return JSON.parse(parts.map((part) => (typeof part === 'string' ? part : '${Ref}')).join(''));
+}
+
+/** Each API method as `METHOD /path`, with its integration and auth. */
+function methods(template: Template): Map<string, Resource['Properties']> {
+  const parts = resources(template, 'AWS::ApiGateway::Resource');
+  const pathOf = (ref: any): string => (ref.Ref ? `${pathOf(parts[ref.Ref].Properties.ParentId)}/${parts[ref.Ref].Properties.PathPart}` : '');
+  const found = new Map<string, Resource['Properties']>();
+  for (const method of Object.values(resources(template, 'AWS::ApiGateway::Method'))) {
+    found.set(`${method.Properties.HttpMethod} ${pathOf(method.Properties.ResourceId)}`, method.Properties);
+  }
+  return found;
+}
+
+describe('the thread queue', () => {
+  const { template } = defaults;
+  const queues = resources(template, 'AWS::SQS::Queue');
+  const [, main] = Object.entries(queues).find(([, q]) => q.Properties.RedrivePolicy) as [string, Resource];
+
+  it('is a FIFO queue deduplicated by the id the sender gives (the run id), never by content', () => {
+    expect(main.Properties).toMatchObject({ FifoQueue: true, ContentBasedDeduplication: false });
+  });
+
+  it('is a high-throughput FIFO: deduplication and throughput are per thread (message group)', () => {
+    expect(main.Properties).toMatchObject({ DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
+  });
+
+  it('sends a message that keeps failing to a FIFO dead-letter queue after three receives', () => {
+    const dlqId = main.Properties.RedrivePolicy.deadLetterTargetArn['Fn::GetAtt'][0];
+    expect(main.Properties.RedrivePolicy.maxReceiveCount).toBe(3);
+    expect(queues[dlqId].Properties.FifoQueue).toBe(true);
+  });
+
+  it('keeps a message invisible for longer than the dispatcher may run', () => {
+    const dispatcher = resources(template, 'AWS::Lambda::Function')[functionId(template, 'dispatcher')];
+    expect(main.Properties.VisibilityTimeout).toBeGreaterThan(dispatcher.Properties.Timeout);
+  });
+
+  it('takes its retry count from the settings', () => {
+    const { template: custom } = synth({ maxReceiveCount: 5 });
+    custom.hasResourceProperties('AWS::SQS::Queue', { RedrivePolicy: Match.objectLike({ maxReceiveCount: 5 }) });
+  });
+});
+
+describe('the store', () => {
+  const { template } = defaults;
+
+  it('declares runs with the keys and indexes the store adapter uses', () => {
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [
+        { AttributeName: RUNS_TABLE.partitionKey, KeyType: 'HASH' },
+        { AttributeName: RUNS_TABLE.sortKey, KeyType: 'RANGE' },
+      ],
+      AttributeDefinitions: Match.arrayWith([
+        { AttributeName: RUNS_TABLE.byThread.sortKey, AttributeType: 'N' },
+        { AttributeName: RUNS_TABLE.byTenant.sortKey, AttributeType: 'S' },
+      ]),
+      GlobalSecondaryIndexes: Match.arrayWith(
+        [RUNS_TABLE.byThread, RUNS_TABLE.byTenant].map((index) =>
+          Match.objectLike({
+            IndexName: index.indexName,
+            KeySchema: [
+              { AttributeName: index.partitionKey, KeyType: 'HASH' },
+              { AttributeName: index.sortKey, KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'ALL' },
+          }),
+        ),
+      ),
+      TimeToLiveSpecification: { AttributeName: RUNS_TABLE.timeToLive, Enabled: true },
+    });
+  });
+
+  it('declares run_events keyed by run id and numeric seq', () => {
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [
+        { AttributeName: RUN_EVENTS_TABLE.partitionKey, KeyType: 'HASH' },
+        { AttributeName: RUN_EVENTS_TABLE.sortKey, KeyType: 'RANGE' },
+      ],
+      AttributeDefinitions: Match.arrayWith([{ AttributeName: RUN_EVENTS_TABLE.sortKey, AttributeType: 'N' }]),
+      TimeToLiveSpecification: { AttributeName: RUN_EVENTS_TABLE.timeToLive, Enabled: true },
+    });
+  });
+
+  it('bills both tables on demand, with point-in-time recovery and streams of new images', () => {
+    const tables = Object.values(resources(template, 'AWS::DynamoDB::Table'));
+    expect(tables).toHaveLength(2);
+    for (const table of tables) {
+      expect(table.Properties).toMatchObject({
+        BillingMode: 'PAY_PER_REQUEST',
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        StreamSpecification: { StreamViewType: 'NEW_IMAGE' },
+      });
+    }
+  });
+
+  it('keeps the tables when the stack is deleted unless told otherwise', () => {
+    template.allResources('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain' });
+    synth({ retainData: false }).template.allResources('AWS::DynamoDB::Table', { DeletionPolicy: 'Delete' });
+  });
+});
+
+describe('the doors API', () => {
+  const { template } = defaults;
+  const routes = methods(template);
+
+  it.each([
+    'POST /agui/{agentId}',
+    'GET /agui/{agentId}/runs/{runId}/events',
+    'POST /a2a/{agentId}',
+    'ANY /a2a/{agentId}/rest/{proxy+}',
+  ])('streams %s from the response-streaming function, for up to 15 minutes', (route) => {
+    const integration = routes.get(route)?.Integration;
+    expect(integration).toMatchObject({ Type: 'AWS_PROXY', ResponseTransferMode: 'STREAM', TimeoutInMillis: 900_000 });
+    expect(JSON.stringify(integration.Uri)).toContain('/response-streaming-invocations');
+    expect(JSON.stringify(integration.Uri)).toContain(functionId(template, 'doors-stream'));
+  });
+
+  it.each([
+    'ANY /{proxy+}',
+    'ANY /agui/{agentId}/{proxy+}',
+    'ANY /agui/{agentId}/runs/{runId}/{proxy+}',
+    'ANY /a2a/{agentId}/{proxy+}',
+    'GET /a2a/{agentId}/.well-known/agent-card.json',
+    'GET /healthz',
+  ])('buffers %s through the buffered function', (route) => {
+    const integration = routes.get(route)?.Integration;
+    expect(integration).toMatchObject({ Type: 'AWS_PROXY' });
+    expect(integration.ResponseTransferMode).toBeUndefined();
+    expect(JSON.stringify(integration.Uri)).toContain(functionId(template, 'doors'));
+  });
+
+  it('is a regional endpoint, which keeps an idle stream open for minutes (edge-optimized: 30 s)', () => {
+    template.hasResourceProperties('AWS::ApiGateway::RestApi', { EndpointConfiguration: { Types: ['REGIONAL'] } });
+  });
+
+  it('requires an API key by default, with a usage plan, except on the agent card and health', () => {
+    template.resourceCountIs('AWS::ApiGateway::UsagePlan', 1);
+    template.resourceCountIs('AWS::ApiGateway::ApiKey', 1);
+    template.resourceCountIs('AWS::ApiGateway::UsagePlanKey', 1);
+    for (const [route, method] of routes) {
+      const open = /agent-card|healthz|readyz/.test(route);
+      expect([route, method.ApiKeyRequired === true]).toEqual([route, !open]);
+    }
+  });
+
+  it('with apiAuth=none requires nothing and says so loudly', () => {
+    const { stack, template: open } = synth({ apiAuth: 'none' });
+    for (const method of methods(open).values()) expect(method.ApiKeyRequired).toBeUndefined();
+    open.resourceCountIs('AWS::ApiGateway::UsagePlan', 0);
+    open.hasOutput('Warning', { Value: Match.stringLikeRegexp('API AUTH IS OFF') });
+    Annotations.fromStack(stack).hasWarning('/Funduq', Match.stringLikeRegexp('API AUTH IS OFF'));
+  });
+
+  it('with apiAuth=jwt authorizes callers with the configured Cognito user pool', () => {
+    const { template: jwt } = synth({ apiAuth: 'jwt', jwtUserPoolArn: USER_POOL_ARN });
+    jwt.hasResourceProperties('AWS::ApiGateway::Authorizer', { Type: 'COGNITO_USER_POOLS', ProviderARNs: [USER_POOL_ARN] });
+    expect(methods(jwt).get('POST /agui/{agentId}')?.AuthorizationType).toBe('COGNITO_USER_POOLS');
+    expect(methods(jwt).get('GET /healthz')?.AuthorizationType).toBe('NONE');
+  });
+
+  it('serves a custom domain when one is configured', () => {
+    const { template: custom } = synth({
+      domainName: 'agents.example.com',
+      certificateArn: 'arn:aws:acm:eu-west-1:123456789012:certificate/abc',
+    });
+    custom.hasResourceProperties('AWS::ApiGateway::DomainName', {
+      DomainName: 'agents.example.com',
+      EndpointConfiguration: { Types: ['REGIONAL'] },
+    });
+    custom.hasOutput('AguiUrl', { Value: 'https://agents.example.com/agui/' });
+  });
+});
+
+describe('the dispatcher', () => {
+  const { template } = defaults;
+
+  it('takes one message (one run) per invocation, reporting a failed one back', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: functionId(template, 'dispatcher') },
+      BatchSize: 1,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  });
+
+  it('is capped by its reserved concurrency, and the poller never invokes beyond it', () => {
+    const { template: custom } = synth({ dispatcherConcurrency: 4 });
+    custom.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ FUNDUQ_FUNCTION: 'dispatcher' }) },
+      ReservedConcurrentExecutions: 4,
+    });
+    custom.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 1, ScalingConfig: { MaximumConcurrency: 4 } });
+  });
+});
+
+describe('the stream handler', () => {
+  it('reads both tables’ streams, retrying a bad record alone and parking it after three attempts', () => {
+    const { template } = defaults;
+    const mappings = Object.values(resources(template, 'AWS::Lambda::EventSourceMapping')).filter(
+      (m) => m.Properties.FunctionName.Ref === functionId(template, 'stream-handler'),
+    );
+    expect(mappings.map((m) => m.Properties.EventSourceArn['Fn::GetAtt'][1])).toEqual(['StreamArn', 'StreamArn']);
+    for (const mapping of mappings) {
+      expect(mapping.Properties).toMatchObject({
+        BisectBatchOnFunctionError: true,
+        MaximumRetryAttempts: 3,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [expect.stringContaining('StreamHandlerFailures'), 'Arn'] } } },
+      });
+    }
+  });
+});
+
+describe('the ask waiter', () => {
+  const { template } = defaults;
+  const definition = stateMachineDefinition(template);
+  const states = definition.States as Record<string, any>;
+
+  it('starts by asking whether the run has an expiresAt, and ends at once when it has none', () => {
+    const start = states[definition.StartAt];
+    expect(start.Type).toBe('Choice');
+    expect(start.Choices).toEqual([{ Variable: '$.expiresAt', IsPresent: true, Next: expect.any(String) }]);
+    expect(states[start.Default].Type).toBe('Succeed');
+  });
+
+  it('waits until the earliest expiresAt, then invokes the expirer with the run id', () => {
+    const wait = states[states[definition.StartAt].Choices[0].Next];
+    expect(wait).toMatchObject({ Type: 'Wait', TimestampPath: '$.expiresAt' });
+    const expire = states[wait.Next];
+    expect(expire).toMatchObject({ Type: 'Task', Resource: '${Ref}', Parameters: { 'runId.$': '$.runId' } });
+    const [, machine] = only(template, 'AWS::StepFunctions::StateMachine');
+    expect(JSON.stringify(machine.Properties.DefinitionString)).toContain(functionId(template, 'ask-expirer'));
+  });
+
+  it('goes round again with what the expirer answers, so a wake-up before the expiry waits again', () => {
+    const expire = states[states[states[definition.StartAt].Choices[0].Next].Next];
+    expect(expire.Next).toBe(definition.StartAt);
+    expect(expire.Retry).toEqual(expect.arrayContaining([expect.objectContaining({ ErrorEquals: ['States.ALL'] })]));
+  });
+
+  it('is a Standard workflow, since a wait may last days', () => {
+    template.hasResourceProperties('AWS::StepFunctions::StateMachine', { StateMachineType: 'STANDARD' });
+  });
+});
+
+describe('least privilege', () => {
+  const { template } = defaults;
+
+  it('lets the dispatcher arm the ask timer, and nothing else of Step Functions', () => {
+    const states = actionsOf(template, 'dispatcher').filter((a) => a.startsWith('states:'));
+    expect(states).toEqual(['states:StartExecution']);
+  });
+
+  it('lets the doors stop a run’s execution (answer, cancel), only on that state machine’s executions', () => {
+    for (const door of ['doors', 'doors-stream']) {
+      const statements = statementsOf(template, door).filter((s) => JSON.stringify(s.Action).includes('states:'));
+      expect(statements.map((s) => s.Action)).toEqual(['states:StopExecution']);
+      expect(JSON.stringify(statements[0].Resource)).toContain(':execution:');
+    }
+  });
+
+  it('gives the expirer and the stream handler no queue and no Step Functions', () => {
+    for (const name of ['ask-expirer', 'stream-handler']) {
+      const actions = actionsOf(template, name);
+      expect(actions.filter((a) => a.startsWith('states:'))).toEqual([]);
+      expect(actions.filter((a) => a.startsWith('sqs:') && a !== 'sqs:SendMessage' && a !== 'sqs:GetQueueAttributes' && a !== 'sqs:GetQueueUrl')).toEqual([]);
+    }
+    const sends = statementsOf(template, 'stream-handler').filter((s) => JSON.stringify(s.Action).includes('sqs:SendMessage'));
+    // Only to its own dead-letter queue for records it gave up on.
+    expect(JSON.stringify(sends.map((s) => s.Resource))).toContain('StreamHandlerFailures');
+  });
+
+  it('lets only the stream handler read only the store: no writes', () => {
+    expect(actionsOf(template, 'stream-handler').filter((a) => /dynamodb:(Put|Update|Delete|BatchWrite)/.test(a))).toEqual([]);
+  });
+
+  it('lets only the doors read the admin token', () => {
+    for (const name of ['doors', 'doors-stream', 'dispatcher', 'ask-expirer', 'stream-handler']) {
+      const reads = actionsOf(template, name).includes('secretsmanager:GetSecretValue');
+      expect([name, reads]).toEqual([name, name.startsWith('doors')]);
+    }
+  });
+
+  it('grants no wildcard action, and a wildcard resource only where AWS has no resource-level permission', () => {
+    for (const policy of Object.values(resources(template, 'AWS::IAM::Policy'))) {
+      for (const statement of policy.Properties.PolicyDocument.Statement) {
+        const actions: string[] = Array.isArray(statement.Action) ? statement.Action : [statement.Action];
+        expect(actions.filter((a) => a.endsWith(':*') || a === '*')).toEqual([]);
+        if (statement.Resource === '*') {
+          for (const action of actions) expect(action).toMatch(/^(xray:|logs:|dynamodb:ListStreams$)/);
+        }
+      }
+    }
+  });
+});
+
+describe('the functions', () => {
+  const { template } = defaults;
+
+  it('run Node.js 22 on arm64 with active tracing, Powertools configured and logs kept 30 days by default', () => {
+    const functions = Object.values(resources(template, 'AWS::Lambda::Function'));
+    expect(functions).toHaveLength(5);
+    for (const fn of functions) {
+      expect(fn.Properties).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        TracingConfig: { Mode: 'Active' },
+        Environment: { Variables: expect.objectContaining({ POWERTOOLS_SERVICE_NAME: 'funduq' }) },
+      });
+    }
+    template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+  });
+
+  it('hand the core the thread queue limit from the settings (default 8)', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ FUNDUQ_FUNCTION: 'doors', [ENV.threadQueueLimit]: '8' }) },
+    });
+    synth({ threadQueueLimit: 3 }).template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ FUNDUQ_FUNCTION: 'dispatcher', [ENV.threadQueueLimit]: '3' }) },
+    });
+  });
+
+  it('raise an alarm on errors of each function and on the dead-letter queues', () => {
+    const alarms = Object.values(resources(template, 'AWS::CloudWatch::Alarm'));
+    expect(alarms.filter((a) => a.Properties.MetricName === 'Errors')).toHaveLength(5);
+    const depth = alarms.filter((a) => a.Properties.MetricName === 'ApproximateNumberOfMessagesVisible');
+    expect(JSON.stringify(depth)).toContain('ThreadQueueDeadLetters');
+    expect(alarms.some((a) => a.Properties.MetricName === 'ExecutionsFailed')).toBe(true);
+  });
+
+  it('send the alarms to an email address when one is given', () => {
+    const { template: custom } = synth({ alarmEmail: 'ops@example.com' });
+    custom.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
+    for (const alarm of Object.values(resources(custom, 'AWS::CloudWatch::Alarm'))) {
+      expect(alarm.Properties.AlarmActions).toHaveLength(1);
+    }
+  });
+});
+
+describe('the admin token', () => {
+  it('is generated by Secrets Manager when none is named, so no value is in the template', () => {
+    const { template } = defaults;
+    const [, secret] = only(defaults.template, 'AWS::SecretsManager::Secret');
+    expect(secret.Properties.GenerateSecretString).toBeDefined();
+    expect(secret.Properties.SecretString).toBeUndefined();
+    template.hasOutput('AdminTokenSecret', Match.anyValue());
+  });
+
+  it('is referenced by name when one is given, and reaches the doors as an ARN, never as a value', () => {
+    const { template } = synth({ adminTokenSecretName: 'team/funduq-admin' });
+    template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+    const doors = resources(template, 'AWS::Lambda::Function')[functionId(template, 'doors')];
+    expect(JSON.stringify(doors.Properties.Environment.Variables[ENV.adminTokenSecretArn])).toContain('secret:team/funduq-admin');
+    expect(JSON.stringify(template.toJSON())).not.toMatch(/resolve:secretsmanager/);
+  });
+});
+
+describe('the admin token, read at run time', () => {
+  it('is read by the doors through the Parameters and Secrets extension, and by no other function', () => {
+    const { template } = defaults;
+    const all = resources(template, 'AWS::Lambda::Function');
+    for (const name of ['doors', 'doors-stream', 'dispatcher', 'ask-expirer', 'stream-handler']) {
+      const fn = all[functionId(template, name)].Properties;
+      const door = name.startsWith('doors');
+      expect([name, Boolean(fn.Layers), ENV.adminTokenSecretArn in fn.Environment.Variables]).toEqual([name, door, door]);
+    }
+  });
+});
+
+describe('the outputs', () => {
+  it('name the doors’ base URLs, the admin URL, the tables and the queue', () => {
+    const outputs = Object.keys(defaults.template.toJSON().Outputs);
+    expect(outputs).toEqual(
+      expect.arrayContaining(['AguiUrl', 'A2aUrl', 'AdminUrl', 'RunsTableName', 'RunEventsTableName', 'ThreadQueueName', 'ApiKeyId']),
+    );
+  });
+});
+
+describe('the settings', () => {
+  it('are read from CDK context, where values arrive as strings', () => {
+    const context: Record<string, string> = { threadQueueLimit: '4', apiAuth: 'none', retainData: 'false', logRetentionDays: '7' };
+    expect(settingsFromContext((key) => context[key])).toEqual({
+      threadQueueLimit: 4,
+      apiAuth: 'none',
+      retainData: false,
+      logRetentionDays: 7,
+    });
+  });
+
+  it('refuse what cannot be deployed, naming the setting', () => {
+    expect(() => settingsFromContext((key) => (key === 'threadQueueLimit' ? 'eight' : undefined))).toThrow(/threadQueueLimit/);
+    expect(() => synth({ apiAuth: 'jwt' })).toThrow(/jwtUserPoolArn/);
+    expect(() => synth({ logRetentionDays: 8 as FunduqSettings['logRetentionDays'] })).toThrow(/logRetentionDays/);
+    expect(() => synth({ dispatcherConcurrency: 1 })).toThrow(/concurrency/);
+    expect(() => synth({ domainName: 'agents.example.com' })).toThrow(/certificateArn/);
+  });
+});
