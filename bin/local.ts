@@ -25,6 +25,7 @@ const settings = {
   heartbeatMs: numberFrom('FUNDUQ_HEARTBEAT_MS', 10_000, 100),
   adminToken: process.env.FUNDUQ_ADMIN_TOKEN || undefined,
   agentsFile: process.env.FUNDUQ_AGENTS_FILE ? resolve(process.env.FUNDUQ_AGENTS_FILE) : undefined,
+  publicUrl: process.env.FUNDUQ_PUBLIC_URL || undefined,
   log: (line: string) => console.log(`funduq: ${line}`),
 };
 
@@ -35,6 +36,7 @@ const local = await startLocalGateway(settings).catch((error: unknown) => {
 
 console.log(`funduq is listening on ${local.url}  (data: ${settings.dataDir})
   AG-UI   POST ${local.url}/agui/demo          (RunAgentInput → SSE)
+  A2A     GET  ${local.url}/a2a/demo/.well-known/agent-card.json   (JSON-RPC at /a2a/demo, HTTP+JSON at /a2a/demo/rest)
   replay  GET  ${local.url}/agui/demo/runs/{runId}/events   (Last-Event-ID)
   cancel  POST ${local.url}/agui/demo/runs/{runId}/cancel
   thread  GET  ${local.url}/threads/{threadId}

@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Gateway } from '../core/gateway.js';
 import type { Principal } from '../core/model.js';
+import { a2aDoor, type A2aDoorOptions } from './a2a.js';
 import { adminDoor, type AdminOptions } from './admin.js';
 import { isEnabled, rosterEntry } from './agent-definition.js';
 import { aguiDoor } from './agui.js';
@@ -15,6 +16,8 @@ export interface AppOptions {
   principal?: PrincipalResolver;
   /** The admin routes (`/admin/agents`); absent, there are none. */
   admin?: AdminOptions;
+  /** The A2A door's settings: public URL, push sender (without one, no push notifications). */
+  a2a?: A2aDoorOptions;
   /** Largest request body accepted. */
   maxBodyBytes?: number;
   /** Logs unexpected errors (the caller gets a 500 with no detail). */
@@ -54,6 +57,7 @@ export function createApp(options: AppOptions) {
   });
 
   app.route('/agui', aguiDoor(gateway, sse));
+  app.route('/a2a', a2aDoor(gateway, sse, { onError: options.onError, ...options.a2a }));
 
   app.get('/threads/:threadId', async (c) => {
     const view = await gateway.threadView(c.req.param('threadId'), c.get('principal'));

@@ -17,6 +17,19 @@ export function sseStream(
   follow: (signal: AbortSignal) => AsyncIterable<StoredEvent>,
   options: SseOptions,
 ): ReadableStream<Uint8Array> {
+  return eventStream(follow, (stored) => `id: ${stored.seq}\ndata: ${JSON.stringify(stored.event)}\n\n`, options);
+}
+
+/**
+ * An SSE body from an async source: each item framed by `frame`, a heartbeat comment while the
+ * source is quiet, a clean end at `maxDurationMs`. A reader that goes away aborts the source's
+ * signal; an error the source throws goes out as `onError`'s frame when given, else fails the body.
+ */
+export function eventStream<T>(
+  produce: (signal: AbortSignal) => AsyncIterable<T>,
+  frame: (item: T) => string,
+  options: SseOptions & { onError?: (error: unknown) => string },
+): ReadableStream<Uint8Array> {
   const stop = new AbortController();
   let heartbeat: ReturnType<typeof setInterval> | undefined;
   let deadline: ReturnType<typeof setTimeout> | undefined;
@@ -36,14 +49,20 @@ export function sseStream(
       if (options.maxDurationMs !== undefined) deadline = setTimeout(() => stop.abort(), options.maxDurationMs);
       void (async () => {
         try {
-          for await (const stored of follow(stop.signal)) {
+          for await (const item of produce(stop.signal)) {
             if (stop.signal.aborted) break;
-            controller.enqueue(encoder.encode(`id: ${stored.seq}\ndata: ${JSON.stringify(stored.event)}\n\n`));
+            controller.enqueue(encoder.encode(frame(item)));
           }
           controller.close();
         } catch (error) {
           // A reader that went away already closed the stream; anything else ends it with an error.
-          if (!stop.signal.aborted) controller.error(error);
+          if (stop.signal.aborted) return;
+          if (options.onError) {
+            controller.enqueue(encoder.encode(options.onError(error)));
+            controller.close();
+          } else {
+            controller.error(error);
+          }
         } finally {
           clear();
         }

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { DynamoRunStore } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
 import { ensureTables, localDynamoClient, startDynalite } from '../../lambdas/adapters/local/dynalite.js';
 import { StoreUnavailable } from '../../lambdas/core/errors.js';
-import type { Agent, Ask, Run, RunStatus, StoredEvent, Thread } from '../../lambdas/core/model.js';
+import type { Agent, Ask, MessageClaim, PushConfig, Run, RunStatus, StoredEvent, Thread } from '../../lambdas/core/model.js';
 import { useDynalite } from '../support/dynalite.js';
 
 const dynamo = useDynalite();
@@ -605,6 +605,85 @@ function anAgent(id: string, overrides: Partial<Agent> = {}): Agent {
     ...overrides,
   };
 }
+
+function aPushConfig(taskId: string, configId: string, overrides: Partial<PushConfig> = {}): PushConfig {
+  return { taskId, configId, tenant: 'acme', url: `https://hooks.example.com/${configId}`, createdAt: '2025-01-01T00:00:00.000Z', ...overrides };
+}
+
+describe('DynamoRunStore: push configs', () => {
+  it('puts, gets, lists per task, replaces and deletes push configs', async () => {
+    const store = await dynamo.freshStore();
+    const first = aPushConfig('task-a', 'one', { token: 'secret', authentication: { scheme: 'Bearer', credentials: 'abc' } });
+    const second = aPushConfig('task-a', 'two');
+    const elsewhere = aPushConfig('task-b', 'one');
+    for (const config of [first, second, elsewhere]) await store.putPushConfig(config);
+
+    expect(await store.getPushConfig('task-a', 'one')).toEqual(first);
+    expect(await store.listPushConfigs('task-a')).toEqual([first, second]);
+    expect(await store.listPushConfigs('task-b')).toEqual([elsewhere]);
+    expect(await store.listPushConfigs('task-c')).toEqual([]);
+
+    const replaced = { ...first, url: 'https://hooks.example.com/moved' };
+    await store.putPushConfig(replaced);
+    expect(await store.getPushConfig('task-a', 'one')).toEqual(replaced);
+
+    expect(await store.deletePushConfig('task-a', 'one')).toBe(true);
+    expect(await store.deletePushConfig('task-a', 'one')).toBe(false);
+    expect(await store.getPushConfig('task-a', 'one')).toBeUndefined();
+    expect(await store.listPushConfigs('task-a')).toEqual([second]);
+  });
+
+  it('keeps push configs out of the run, agent and root-run listings', async () => {
+    const store = await dynamo.freshStore();
+    await store.putPushConfig(aPushConfig('task-a', 'one'));
+    expect(await store.listAgents()).toEqual([]);
+    expect(await store.listRunsByStatus('queued')).toEqual([]);
+    expect((await store.listRootRuns('acme', { limit: 10 })).runs).toEqual([]);
+  });
+
+  it('records a dead letter on a config, and never brings a deleted config back', async () => {
+    const store = await dynamo.freshStore();
+    await store.putPushConfig(aPushConfig('task-a', 'one'));
+    const deadLetter = { at: '2025-01-01T00:10:00.000Z', error: 'HTTP 500', attempts: 5, notification: { statusUpdate: { taskId: 'task-a' } } };
+    await store.recordPushFailure('task-a', 'one', deadLetter);
+    expect(await store.getPushConfig('task-a', 'one')).toMatchObject({ deadLetter });
+
+    await store.recordPushFailure('task-a', 'gone', deadLetter);
+    expect(await store.getPushConfig('task-a', 'gone')).toBeUndefined();
+  });
+});
+
+describe('DynamoRunStore: message claims', () => {
+  const claim = (key: string, runId: string, expiresAt = 2_000): MessageClaim => ({ key, runId, threadId: `thread-of-${runId}`, expiresAt });
+
+  it('gives a key to its first claimant and shows every later one the claim that holds it', async () => {
+    const store = await dynamo.freshStore();
+    expect(await store.claimMessage(claim('k', 'run-1'), 1_000)).toEqual(claim('k', 'run-1'));
+    expect(await store.claimMessage(claim('k', 'run-2'), 1_000)).toEqual(claim('k', 'run-1'));
+    expect(await store.claimMessage(claim('other', 'run-3'), 1_000)).toEqual(claim('other', 'run-3'));
+  });
+
+  it('lets exactly one of twenty concurrent claims take a key', async () => {
+    const store = await dynamo.freshStore();
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => store.claimMessage(claim('race', `run-${i}`), 1_000)));
+    expect(new Set(results.map((r) => r.runId)).size).toBe(1);
+  });
+
+  it('treats a claim past its expiry as free, before TTL has removed it', async () => {
+    const store = await dynamo.freshStore();
+    await store.claimMessage(claim('k', 'run-1', 2_000), 1_000);
+    expect(await store.claimMessage(claim('k', 'run-2', 9_000), 2_000)).toEqual(claim('k', 'run-2', 9_000));
+  });
+
+  it('releases a key only for the claim that holds it', async () => {
+    const store = await dynamo.freshStore();
+    await store.claimMessage(claim('k', 'run-1'), 1_000);
+    await store.releaseMessage(claim('k', 'run-2'));
+    expect((await store.claimMessage(claim('k', 'run-3'), 1_000)).runId).toBe('run-1');
+    await store.releaseMessage(claim('k', 'run-1'));
+    expect((await store.claimMessage(claim('k', 'run-3'), 1_000)).runId).toBe('run-3');
+  });
+});
 
 describe('DynamoRunStore: agents', () => {
   it('puts, gets, lists, replaces and deletes agents', async () => {

@@ -9,11 +9,23 @@ const files = readdirSync(CORE, { recursive: true, encoding: 'utf8' })
 
 /** The core may import itself and the AG-UI protocol's own types and schemas; nothing else. */
 const ALLOWED = [/^\.\.?\//, /^@ag-ui\/core(\/schemas)?$/];
+/** ...and the A2A SDK's types, with `import type`: nothing of the SDK runs in the core. */
+const TYPES_ONLY = [/^@a2a-js\/sdk$/];
 
-function imports(text: string): string[] {
-  return [...text.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map(
-    (m) => m[1] ?? m[2],
+interface Import {
+  spec: string;
+  typeOnly: boolean;
+}
+
+function imports(text: string): Import[] {
+  return [...text.matchAll(/(?:import|export)(\s+type\b)?\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map(
+    (m) => ({ spec: m[2] ?? m[3], typeOnly: m[1] !== undefined }),
   );
+}
+
+function forbidden({ spec, typeOnly }: Import): boolean {
+  if (ALLOWED.some((pattern) => pattern.test(spec))) return false;
+  return !(typeOnly && TYPES_ONLY.some((pattern) => pattern.test(spec)));
 }
 
 describe('the core', () => {
@@ -24,8 +36,8 @@ describe('the core', () => {
   it('imports nothing network, AWS, HTTP-framework or runtime related', () => {
     const offending = files.flatMap(({ name, text }) =>
       imports(text)
-        .filter((spec) => !ALLOWED.some((pattern) => pattern.test(spec)))
-        .map((spec) => `${name}: ${spec}`),
+        .filter(forbidden)
+        .map(({ spec }) => `${name}: ${spec}`),
     );
     expect(offending).toEqual([]);
   });
@@ -36,9 +48,16 @@ describe('the core', () => {
   });
 
   it('would notice a forbidden import', () => {
-    expect(imports(`import { x } from 'node:http';\nimport y from "@aws-sdk/client-sqs";`)).toEqual([
+    expect(imports(`import { x } from 'node:http';\nimport y from "@aws-sdk/client-sqs";`).map((i) => i.spec)).toEqual([
       'node:http',
       '@aws-sdk/client-sqs',
     ]);
+  });
+
+  it('allows the A2A SDK only as types', () => {
+    const found = imports(
+      `import type { Task } from '@a2a-js/sdk';\nimport { TaskState } from '@a2a-js/sdk';\nimport { type Part } from '@a2a-js/sdk';\nimport type { X } from '@a2a-js/sdk/server';`,
+    );
+    expect(found.map(forbidden)).toEqual([false, true, true, true]);
   });
 });

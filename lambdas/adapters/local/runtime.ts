@@ -8,9 +8,11 @@ import { createApp } from '../../doors/app.js';
 import { AgUiHttpProvider } from '../../providers/agui-http.js';
 import { DemoProvider } from '../../providers/demo.js';
 import { DynamoRunStore } from '../aws/dynamodb/run-store.js';
+import { HttpPushSender, type PushSenderSettings } from '../http/push-sender.js';
 import { readAgentsFile } from './agents-file.js';
 import { InProcessAskTimer } from './ask-timer.js';
 import { InProcessChangeFeed } from './change-feed.js';
+import { InProcessPushDriver } from './push-driver.js';
 import { ensureTables, localDynamoClient, startDynalite } from './dynalite.js';
 import { InProcessThreadQueue } from './thread-queue.js';
 
@@ -28,6 +30,10 @@ export interface LocalSettings {
   agentsFile?: string;
   /** The demo agent's pace for `/slow N`. */
   demoSlowIntervalMs?: number;
+  /** Where callers reach the gateway, for the absolute URLs of agent cards; else each request's origin. */
+  publicUrl?: string;
+  /** Push notification delivery (locally `http:` targets are allowed). */
+  push?: Partial<PushSenderSettings>;
   clock?: Clock;
   ids?: IdSource;
   log?: (line: string) => void;
@@ -37,6 +43,7 @@ export interface LocalGateway {
   url: string;
   gateway: Gateway;
   queue: InProcessThreadQueue;
+  pushes: InProcessPushDriver;
   close(): Promise<void>;
 }
 
@@ -96,11 +103,15 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
   }
   queue.start((runId) => gateway.dispatchRun(runId));
   timer.start((runId) => gateway.expireAsks(runId));
+  const sender = new HttpPushSender({ allowHttp: true, ...settings.push });
+  const pushes = new InProcessPushDriver({ store, clock }, sender, (error) => report('a push notification')(error, ''));
+  feed.subscribeAll((change) => pushes.onChange(change));
 
   const app = createApp({
     gateway,
     sse: { heartbeatMs: settings.heartbeatMs },
     admin: { token: settings.adminToken },
+    a2a: { publicUrl: settings.publicUrl, push: sender },
     onError: (error) => report('request')(error, ''),
   });
   const server = await new Promise<ServerType>((resolve) => {
@@ -115,6 +126,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
     url: `http://${host}:${port}`,
     gateway,
     queue,
+    pushes,
     async close() {
       timer.stop();
       await new Promise<void>((resolve) => {

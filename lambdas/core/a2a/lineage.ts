@@ -1,10 +1,10 @@
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import type { CoreDeps } from '../deps.js';
 import { followRun } from '../follow-run.js';
-import { isTerminal, type Run } from '../model.js';
+import { isTerminal, type Run, type StoredEvent } from '../model.js';
 import type { RunStore } from '../ports.js';
 import type { TaskCursor } from './cursor.js';
-import { projectTask, TaskProjection, type TaskView } from './projection.js';
+import { beforeEvents, projectTask, TaskProjection, type TaskView } from './projection.js';
 import { SETTLED_TASK_STATES } from './vocabulary.js';
 
 /** A task's runs in arrival order: the root run and its answers. */
@@ -45,17 +45,22 @@ export async function* followTask(
   const take = () => (snapshot ??= { payload: { $case: 'task', value: projection.task() } });
   const beyond = (index: number, seq: number) => after !== undefined && (index > cursorRun || (index === cursorRun && seq > after.seq));
 
+  const note = (updates: StreamResponse[]) => {
+    if (snapshot) replay.push(...updates);
+  };
+  // As replayRun, but an update past the cursor is kept for the resumed reader.
   let seen = 0;
   for (const [index, run] of lineage.entries()) {
     if (beyond(index, 0)) take();
-    const updates = projection.observeRun(run);
-    if (snapshot) replay.push(...updates);
-    const events = await store.readEvents(run.runId, 0);
+    note(projection.observeRun(beforeEvents(run)));
+    const events = unbroken(await store.readEvents(run.runId, 0));
     for (const stored of events) {
       if (beyond(index, stored.seq)) take();
-      const applied = projection.applyEvent(stored);
-      if (snapshot) replay.push(...applied);
+      note(projection.applyEvent(stored));
     }
+    // The run's end carries its last event's cursor; a reader resuming there may not have seen it.
+    if (beyond(index, Number.POSITIVE_INFINITY)) take();
+    note(projection.observeRun(run));
     seen = events.at(-1)?.seq ?? 0;
   }
   yield take();
@@ -80,4 +85,13 @@ export async function* followTask(
     seen = 0;
     yield* projection.observeRun(next);
   }
+}
+
+/**
+ * The events up to the first gap. A run's batches are written in parallel, so a later seq can be
+ * stored before an earlier one; the live reader (`followRun`) picks up from the gap.
+ */
+function unbroken(events: StoredEvent[]): StoredEvent[] {
+  const gap = events.findIndex((stored, i) => stored.seq !== i + 1);
+  return gap < 0 ? events : events.slice(0, gap);
 }

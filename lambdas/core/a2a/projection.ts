@@ -304,14 +304,43 @@ export class TaskProjection {
 /** Projects a whole lineage at once: the read path of the same fold the streams use. */
 export function projectTask(root: Run, lineage: readonly { run: Run; events: readonly StoredEvent[] }[], view?: TaskView): Task {
   const projection = new TaskProjection(root.runId, root.threadId);
-  for (const { run, events } of lineage) {
-    projection.observeRun(run);
-    for (const stored of events) projection.applyEvent(stored);
-  }
+  for (const { run, events } of lineage) replayRun(projection, run, events);
   return projection.task(view);
 }
 
-export function openAskView(runId: string, ask: Ask): OpenAskView {
+/**
+ * Feeds one run whole, in the order it happened: the run as it stood while it recorded its
+ * events, the events, then its record as it is now. A settled record seen first would put its
+ * end before its events.
+ */
+export function replayRun(projection: TaskProjection, run: Run, events: readonly StoredEvent[]): StreamResponse[] {
+  const updates = projection.observeRun(beforeEvents(run));
+  for (const stored of events) updates.push(...projection.applyEvent(stored));
+  updates.push(...projection.observeRun(run));
+  return updates;
+}
+
+/**
+ * A run as it stood before its first event: queued, with nothing of its start or end. Fed its
+ * events, the projection moves it on as a live stream saw it (RUN_STARTED: WORKING).
+ */
+export function beforeEvents(run: Run): Run {
+  if (run.status === 'queued') return run;
+  const {
+    startedAt: _startedAt,
+    endedAt: _endedAt,
+    outcome: _outcome,
+    reason: _reason,
+    message: _message,
+    asks: _asks,
+    lastSeq: _lastSeq,
+    cancelRequested: _cancelRequested,
+    ...rest
+  } = run;
+  return { ...rest, status: 'queued' };
+}
+
+function openAskView(runId: string, ask: Ask): OpenAskView {
   const interrupt = ask.interrupt;
   return {
     id: ask.id,

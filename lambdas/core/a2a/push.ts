@@ -2,7 +2,7 @@ import type { StreamResponse } from '@a2a-js/sdk';
 import { isoNow, type CoreDeps } from '../deps.js';
 import type { PushNotification, PushSender, RunChange } from '../ports.js';
 import { lineageOf } from './lineage.js';
-import { TaskProjection } from './projection.js';
+import { beforeEvents, replayRun, TaskProjection } from './projection.js';
 
 /** What one change of the record pushes: its task, and the notifications in the order they go. */
 export interface PushPlan {
@@ -30,8 +30,8 @@ export async function planPush(deps: Pick<CoreDeps, 'store'>, change: RunChange)
   const updates: StreamResponse[] = [];
   for (const member of await lineageOf(store, root)) {
     if (change.kind === 'events' && member.runId === change.runId) {
-      // While a run records events it is running; its later state is pushed by its own change.
-      projection.observeRun({ ...member, status: 'running' });
+      // The run's record may already be ahead of this batch; its later state is pushed by its own change.
+      projection.observeRun(beforeEvents(member));
       const last = Math.max(...change.events.map((stored) => stored.seq));
       const wanted = new Set(change.events.map((stored) => stored.seq));
       for (const stored of await store.readEvents(member.runId, 0, last)) {
@@ -40,8 +40,7 @@ export async function planPush(deps: Pick<CoreDeps, 'store'>, change: RunChange)
       }
       break;
     }
-    projection.observeRun(member);
-    for (const stored of await store.readEvents(member.runId, 0)) projection.applyEvent(stored);
+    replayRun(projection, member, await store.readEvents(member.runId, 0));
   }
   if (change.kind === 'status') updates.push(projection.statusNow());
   return {

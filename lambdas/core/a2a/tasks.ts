@@ -155,11 +155,16 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
       if (!built.ok) return built;
       input = built.value;
     }
+    // A config sent with the message is stored before the run can start, so it misses no update.
+    const taskId = root?.runId ?? landing.runId;
+    const config = request.push ? await putPushConfig(taskId, request.principal, request.push) : undefined;
     const started = await startRun(deps, { agentId: request.agentId, input, door: 'a2a', principal: request.principal });
-    if (!started.ok) return started;
+    if (!started.ok) {
+      if (config && !root) await store.deletePushConfig(config.taskId, config.configId);
+      return started;
+    }
     const { run, attached } = started.value;
     const taskRoot = root ?? (run.rootRunId === run.runId ? run : ((await store.getRun(run.rootRunId)) ?? run));
-    if (request.push) await putPushConfig(taskRoot, request.principal, request.push);
     return ok({ root: taskRoot, run, repeated: attached });
   }
 
@@ -183,6 +188,11 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
     for await (const _update of followTask(deps, root, undefined, signal)) {
       // The stream ends when the task settles; its updates are not needed here.
     }
+  }
+
+  /** A task's stream from now on: the Task, then its updates until it settles (SendStreamingMessage). */
+  function stream(root: Run, signal?: AbortSignal): AsyncGenerator<StreamResponse> {
+    return followTask(deps, root, undefined, signal);
   }
 
   /**
@@ -285,9 +295,9 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
     return why === undefined ? undefined : refuse('invalid_input', `push notification url refused: ${why}`);
   }
 
-  async function putPushConfig(root: Run, principal: Principal, target: PushTarget): Promise<PushConfig> {
+  async function putPushConfig(taskId: string, principal: Principal, target: PushTarget): Promise<PushConfig> {
     const config: PushConfig = {
-      taskId: root.runId,
+      taskId,
       configId: target.configId || deps.ids.newId(),
       tenant: principal.tenant,
       url: target.url,
@@ -304,7 +314,7 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
     if (!found.ok) return found;
     const vetted = await vetTarget(target.url);
     if (vetted) return vetted;
-    return ok(await putPushConfig(found.value, caller.principal, target));
+    return ok(await putPushConfig(found.value.runId, caller.principal, target));
   }
 
   async function getPushConfig(caller: Caller, taskId: string, configId: string): Promise<Result<PushConfig>> {
@@ -334,6 +344,7 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
     sendMessage,
     getTask,
     awaitTask,
+    stream,
     subscribe,
     cancelTask,
     listTasks,

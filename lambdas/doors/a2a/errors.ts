@@ -1,0 +1,79 @@
+import {
+  A2A_ERROR_CODE,
+  ContentTypeNotSupportedError,
+  ERROR_INFO_TYPE,
+  JsonRpcTransportError,
+  RequestMalformedError,
+  restStatusFor,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  toRestErrorBody,
+  UnsupportedOperationError,
+} from '@a2a-js/sdk/errors';
+import type { Refusal, RefusalCode } from '../../core/errors.js';
+import { QUEUE_FULL_RETRY_AFTER_SECONDS } from '../http-errors.js';
+
+/**
+ * A full thread queue: the caller may come back shortly. A2A 1.0 has no error for back-pressure
+ * and every error it does have says "never" (UnsupportedOperation would tell a client to give
+ * up), so this takes JSON-RPC's implementation-defined server-error code, -32000, which A2A's own
+ * codes (-32001…-32009) leave free; HTTP+JSON answers 429 with Retry-After.
+ */
+export class ThreadQueueFullError extends JsonRpcTransportError {
+  static readonly CODE = -32000;
+  readonly retryAfterSeconds = QUEUE_FULL_RETRY_AFTER_SECONDS;
+  constructor(message: string) {
+    super({ jsonrpc: '2.0', id: null, error: { code: ThreadQueueFullError.CODE, message: `${message}; retry after ${QUEUE_FULL_RETRY_AFTER_SECONDS} s` } });
+  }
+}
+
+/** The one table from core refusal codes to A2A errors, for both bindings and both versions. */
+const A2A_ERRORS: Record<RefusalCode, (message: string) => Error> = {
+  invalid_input: (m) => new RequestMalformedError(m),
+  thread_not_found: (m) => new RequestMalformedError(m),
+  thread_agent_mismatch: (m) => new RequestMalformedError(m),
+  run_id_conflict: (m) => new RequestMalformedError(m),
+  run_not_found: (m) => new TaskNotFoundError(m),
+  push_config_not_found: (m) => new TaskNotFoundError(m),
+  agent_not_found: (m) => new UnsupportedOperationError(m),
+  agent_disabled: (m) => new UnsupportedOperationError(m),
+  agent_in_use: (m) => new UnsupportedOperationError(m),
+  no_open_ask: (m) => new UnsupportedOperationError(m),
+  interrupt_expired: (m) => new UnsupportedOperationError(m),
+  task_settled: (m) => new UnsupportedOperationError(m),
+  task_not_cancelable: (m) => new TaskNotCancelableError(m),
+  content_type_not_supported: (m) => new ContentTypeNotSupportedError(m),
+  thread_queue_full: (m) => new ThreadQueueFullError(m),
+};
+
+export function a2aError(refusal: Refusal): Error {
+  return A2A_ERRORS[refusal.code](refusal.message);
+}
+
+/** A refusal, thrown as its A2A error: the SDK's transport handlers map thrown errors to the wire. */
+export function orThrow<T>(result: { ok: true; value: T } | Refusal): T {
+  if (!result.ok) throw a2aError(result);
+  return result.value;
+}
+
+/** HTTP+JSON: the SDK's status and `google.rpc.Status` body, and 429 for a full queue. */
+export function restError(error: unknown): { status: number; body: unknown; headers: Record<string, string> } {
+  if (error instanceof ThreadQueueFullError) {
+    return {
+      status: 429,
+      headers: { 'Retry-After': String(error.retryAfterSeconds) },
+      body: {
+        error: {
+          code: 429,
+          status: 'RESOURCE_EXHAUSTED',
+          message: error.message,
+          details: [{ '@type': ERROR_INFO_TYPE, reason: 'THREAD_QUEUE_FULL', domain: 'funduq' }],
+        },
+      },
+    };
+  }
+  const status = restStatusFor(error);
+  return { status, headers: {}, body: toRestErrorBody(error, status) };
+}
+
+export const PARSE_ERROR = { code: A2A_ERROR_CODE.PARSE_ERROR, message: 'Invalid JSON payload.' };

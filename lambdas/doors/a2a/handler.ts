@@ -1,0 +1,157 @@
+import type {
+  AgentCard,
+  CancelTaskRequest,
+  DeleteTaskPushNotificationConfigRequest,
+  GetExtendedAgentCardRequest,
+  GetTaskPushNotificationConfigRequest,
+  GetTaskRequest,
+  ListTaskPushNotificationConfigsRequest,
+  ListTaskPushNotificationConfigsResponse,
+  ListTasksRequest,
+  ListTasksResponse,
+  Message,
+  SendMessageRequest,
+  StreamResponse,
+  SubscribeToTaskRequest,
+  Task,
+  TaskPushNotificationConfig,
+} from '@a2a-js/sdk';
+import { PushNotificationNotSupportedError, RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import type { A2ARequestHandler } from '@a2a-js/sdk/server';
+import type { PushConfig } from '../../core/model.js';
+import type { Caller, PushTarget, Tasks } from '../../core/a2a/tasks.js';
+import { orThrow } from './errors.js';
+
+/** TaskState values with a meaning as a ListTasks filter (0 is "no filter"). */
+const FILTERABLE_STATES = new Set([1, 2, 3, 4, 5, 6, 7, 8]);
+
+/**
+ * funduq's A2A request handler for one caller at one agent: every method is a core use case,
+ * and every refusal is thrown as its A2A error for the SDK's transport handler to frame. Built per
+ * request, so that the caller, the card and the reader's lifetime (`signal`) are its own.
+ */
+export class AgentRequestHandler implements A2ARequestHandler {
+  constructor(
+    private readonly tasks: Tasks,
+    private readonly caller: Caller,
+    private readonly card: AgentCard,
+    /** Aborted when the HTTP reader goes away: streams and blocking sends stop waiting. */
+    private readonly signal: AbortSignal,
+    /** A last-seen cursor for SubscribeToTask (metadata or Last-Event-ID). */
+    private readonly cursor?: string,
+  ) {}
+
+  async getAgentCard(): Promise<AgentCard> {
+    return this.card;
+  }
+
+  async getAuthenticatedExtendedAgentCard(_params: GetExtendedAgentCardRequest): Promise<AgentCard> {
+    throw new UnsupportedOperationError('this agent has no extended agent card');
+  }
+
+  async sendMessage(params: SendMessageRequest): Promise<Message | Task> {
+    const historyLength = readHistoryLength(params.configuration?.historyLength);
+    const sent = await this.send(params);
+    if (!params.configuration?.returnImmediately) await this.tasks.awaitTask(sent.root, this.signal);
+    return orThrow(await this.tasks.getTask(this.caller, sent.root.runId, { historyLength }));
+  }
+
+  async *sendMessageStream(params: SendMessageRequest): AsyncGenerator<StreamResponse, void, undefined> {
+    const sent = await this.send(params);
+    yield* this.tasks.stream(sent.root, this.signal);
+  }
+
+  async getTask(params: GetTaskRequest): Promise<Task> {
+    return orThrow(await this.tasks.getTask(this.caller, params.id, { historyLength: readHistoryLength(params.historyLength) }));
+  }
+
+  async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
+    if (params.status !== 0 && !FILTERABLE_STATES.has(params.status)) {
+      throw new RequestMalformedError(`status is not a TaskState: ${String(params.status)}`);
+    }
+    const page = orThrow(
+      await this.tasks.listTasks(this.caller, {
+        ...(params.contextId ? { contextId: params.contextId } : {}),
+        ...(params.status !== 0 ? { state: params.status } : {}),
+        ...(params.pageSize !== undefined ? { pageSize: params.pageSize } : {}),
+        ...(params.pageToken ? { pageToken: params.pageToken } : {}),
+        ...(params.statusTimestampAfter ? { statusTimestampAfter: params.statusTimestampAfter } : {}),
+        view: { historyLength: readHistoryLength(params.historyLength), includeArtifacts: params.includeArtifacts === true },
+      }),
+    );
+    return { tasks: page.tasks, nextPageToken: page.nextPageToken ?? '', pageSize: page.pageSize, totalSize: page.totalSize };
+  }
+
+  async cancelTask(params: CancelTaskRequest): Promise<Task> {
+    return orThrow(await this.tasks.cancelTask(this.caller, params.id));
+  }
+
+  async createTaskPushNotificationConfig(params: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+    this.requirePush();
+    return wireConfig(orThrow(await this.tasks.createPushConfig(this.caller, params.taskId, pushTarget(params))));
+  }
+
+  async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigRequest): Promise<TaskPushNotificationConfig> {
+    this.requirePush();
+    return wireConfig(orThrow(await this.tasks.getPushConfig(this.caller, params.taskId, params.id)));
+  }
+
+  async listTaskPushNotificationConfigs(params: ListTaskPushNotificationConfigsRequest): Promise<ListTaskPushNotificationConfigsResponse> {
+    this.requirePush();
+    const configs = orThrow(await this.tasks.listPushConfigs(this.caller, params.taskId));
+    return { configs: configs.map(wireConfig), nextPageToken: '' };
+  }
+
+  async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest): Promise<void> {
+    this.requirePush();
+    orThrow(await this.tasks.deletePushConfig(this.caller, params.taskId, params.id));
+  }
+
+  async *resubscribe(params: SubscribeToTaskRequest): AsyncGenerator<StreamResponse, void, undefined> {
+    yield* orThrow(await this.tasks.subscribe(this.caller, params.id, this.cursor, this.signal));
+  }
+
+  private async send(params: SendMessageRequest) {
+    if (!params.message) throw new RequestMalformedError('message is required');
+    const inline = params.configuration?.taskPushNotificationConfig;
+    if (inline?.url && !this.tasks.pushes) throw new PushNotificationNotSupportedError();
+    return orThrow(
+      await this.tasks.sendMessage({
+        ...this.caller,
+        message: params.message,
+        ...(params.metadata !== undefined ? { metadata: params.metadata } : {}),
+        ...(inline?.url ? { push: pushTarget(inline) } : {}),
+      }),
+    );
+  }
+
+  private requirePush(): void {
+    if (!this.tasks.pushes) throw new PushNotificationNotSupportedError();
+  }
+}
+
+function readHistoryLength(value: number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || value < 0) throw new RequestMalformedError('historyLength must be a whole number ≥ 0');
+  return value;
+}
+
+function pushTarget(config: TaskPushNotificationConfig): PushTarget {
+  return {
+    ...(config.id ? { configId: config.id } : {}),
+    url: config.url,
+    ...(config.token ? { token: config.token } : {}),
+    ...(config.authentication?.scheme ? { authentication: { scheme: config.authentication.scheme, credentials: config.authentication.credentials } } : {}),
+  };
+}
+
+function wireConfig(config: PushConfig): TaskPushNotificationConfig {
+  return {
+    tenant: '',
+    id: config.configId,
+    taskId: config.taskId,
+    url: config.url,
+    token: config.token ?? '',
+    authentication: config.authentication ? { scheme: config.authentication.scheme, credentials: config.authentication.credentials ?? '' } : undefined,
+  };
+}
