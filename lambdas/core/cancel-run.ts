@@ -29,7 +29,7 @@ export async function cancelRun(deps: CoreDeps, runId: string, principal: Princi
     const recorder = new EventRecorder(runId, 0, store, deps.feed);
     for (const event of end.closingEvents) await recorder.record(event);
     await recorder.flush();
-    await store.releaseQueuePlace(run.threadId);
+    await store.releasePlace(run.threadId);
     deps.feed.publish({ kind: 'status', runId, run: cancelled });
     return ok(cancelled);
   }

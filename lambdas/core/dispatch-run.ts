@@ -10,7 +10,7 @@ import { deriveEnd, earliestExpiry, failedEnd, type RunEnd } from './outcome.js'
 import { agentInput } from './run-input.js';
 import { RunTranscript } from './transcript.js';
 
-export type DispatchResult = 'ran' | 'skipped' | 'dispatch_lost' | 'missing';
+export type DispatchResult = 'ran' | 'skipped' | 'dispatch_lost' | 'missing' | 'queued_as_next';
 
 /**
  * Runs one queued run to its end: mark it running (a conditional write), hand the agent its
@@ -18,10 +18,18 @@ export type DispatchResult = 'ran' | 'skipped' | 'dispatch_lost' | 'missing';
  * message whose run is already running is a redelivery after a crashed attempt, and that run is
  * failed `dispatch_lost`, never run twice.
  */
-export async function dispatchRun(deps: CoreDeps, runId: string): Promise<DispatchResult> {
+export async function dispatchRun(deps: CoreDeps, runId: string, beside = false): Promise<DispatchResult> {
   const { store } = deps;
   const found = await store.getRun(runId);
   if (!found) return 'missing';
+  if (beside && found.status === 'queued' && found.addressedRunId !== undefined) {
+    const target = await store.getRun(found.addressedRunId);
+    if (target?.status !== 'running') {
+      // The run it addressed settled first: the interjection becomes the thread's next ordinary run.
+      await deps.queue.enqueue({ threadId: found.threadId, runId });
+      return 'queued_as_next';
+    }
+  }
   if (found.status === 'running' || found.status === 'cancelling') {
     await settleAbandoned(deps, found, 'dispatch_lost', 'the dispatcher running this run was lost');
     return 'dispatch_lost';
@@ -49,7 +57,7 @@ export async function dispatchRun(deps: CoreDeps, runId: string): Promise<Dispat
       cancelRequested = true;
       stop.abort();
     }
-    failure = await relay(deps, run, recorder, transcript, stop);
+    failure = await relay(deps, run, recorder, transcript, stop, beside);
   } finally {
     unsubscribe();
   }
@@ -64,6 +72,7 @@ async function relay(
   recorder: EventRecorder,
   transcript: RunTranscript,
   stop: AbortController,
+  interjecting: boolean,
 ): Promise<{ code: string; message: string } | undefined> {
   const agent = await deps.store.getAgent(run.agentId);
   if (!agent) return { code: 'agent_not_found', message: `agent "${run.agentId}" is no longer registered` };
@@ -71,7 +80,7 @@ async function relay(
   if (!provider) return { code: 'provider_unknown', message: `no provider of kind "${agent.provider.kind}"` };
   const history = run.door === 'agui' ? [] : await threadHistory(deps, run);
   try {
-    for await (const raw of provider.run(agentInput(run, history), { agent, signal: stop.signal })) {
+    for await (const raw of provider.run(agentInput(run, history, interjecting), { agent, signal: stop.signal })) {
       const checked = checkEvent(raw);
       if (!checked.ok) {
         stop.abort();
@@ -135,7 +144,7 @@ export async function finish(deps: CoreDeps, run: Run, end: RunEnd, lastSeq: num
   if (end.asks !== undefined) patch.asks = end.asks;
   const settled = await deps.store.transitionRun(run.runId, ['running', 'cancelling'], patch);
   if (!settled) return undefined;
-  await deps.store.releaseQueuePlace(run.threadId);
+  await deps.store.releasePlace(run.threadId);
   if (end.asks) {
     await deps.store.setWaitingRun(run.threadId, run.runId);
     const expiry = earliestExpiry(end.asks);

@@ -17,7 +17,7 @@ export function createGateway(deps: CoreDeps) {
   return {
     deps,
     startRun: (request: StartRunRequest) => startRun(deps, request),
-    dispatchRun: (runId: string) => dispatchRun(deps, runId),
+    dispatchRun: (runId: string, beside = false) => dispatchRun(deps, runId, beside),
     cancelRun: (runId: string, principal: Principal) => cancelRun(deps, runId, principal),
     expireAsks: (runId: string) => expireAsks(deps, runId),
     recover: () => recover(deps),

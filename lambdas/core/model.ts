@@ -43,6 +43,8 @@ export interface Run {
   arrival: number;
   /** The run this one answers. */
   parentRunId?: string;
+  /** The running run this one asked to join (an interjection). */
+  addressedRunId?: string;
   /** The first run of the lineage: the A2A task id. */
   rootRunId: string;
   /** The input as the caller sent it (funduq's own annotations excluded). */
@@ -67,8 +69,11 @@ export interface Thread {
   agentId: string;
   tenant: string;
   createdAt: string;
-  /** How many runs of the thread are `queued` now; held on the thread so the limit is one conditional write. */
-  queued: number;
+  /**
+   * Places held by the thread's runs not yet settled (queued or running): held on the thread so
+   * the queue limit is one conditional write.
+   */
+  unsettled: number;
   /** The thread's arrival counter. */
   arrivals: number;
   /** The latest run that settled with asks; its record says whether they are still open. */

@@ -10,14 +10,15 @@ export interface RunStore {
   /** Creates the thread unless one with that id exists; false when it did. */
   createThread(thread: Thread): Promise<boolean>;
   /**
-   * Takes the thread's next arrival number and, when `limit` is given, one of its queue places:
-   * `queued + 1` only while `queued < limit`. Undefined when the queue is full (nothing written).
+   * Takes the thread's next arrival number and one of its places (a place is held by each run
+   * not yet settled: queued or running). With a `limit`, only while fewer than `limit` places are
+   * held; undefined when the thread is full (nothing written).
    */
   reserveArrival(threadId: string, limit: number | undefined): Promise<number | undefined>;
-  /** Gives back a queue place (a run left `queued`); never below zero. */
-  releaseQueuePlace(threadId: string): Promise<void>;
-  /** Recovery: sets the thread's queued count to what the run records say. */
-  setQueued(threadId: string, queued: number): Promise<void>;
+  /** Gives back a place (its run settled); never below zero. */
+  releasePlace(threadId: string): Promise<void>;
+  /** Recovery: sets the places held to what the run records say. */
+  setUnsettled(threadId: string, unsettled: number): Promise<void>;
   setWaitingRun(threadId: string, runId: string): Promise<void>;
 
   /** Creates the run unless one with that id exists; false when it did. */
@@ -75,6 +76,11 @@ export interface RunStore {
  */
 export interface ThreadQueue {
   enqueue(message: { threadId: string; runId: string }): Promise<void>;
+  /**
+   * Hands an interjection to a dispatcher at once, beside the thread's running run: it must not
+   * wait behind the thread's message group.
+   */
+  dispatchBeside(message: { threadId: string; runId: string }): Promise<void>;
 }
 
 /** The outbound gap's clock: fires `expireAsks(runId)` at the earliest `expiresAt` of a waiting run. */

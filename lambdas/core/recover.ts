@@ -25,7 +25,7 @@ export async function recover(deps: CoreDeps): Promise<Recovery> {
   const perThread = new Map<string, number>();
   for (const run of orphans) perThread.set(run.threadId, 0);
   for (const run of queued) perThread.set(run.threadId, (perThread.get(run.threadId) ?? 0) + 1);
-  for (const [threadId, count] of perThread) await store.setQueued(threadId, count);
+  for (const [threadId, count] of perThread) await store.setUnsettled(threadId, count);
   for (const run of queued) await deps.queue.enqueue({ threadId: run.threadId, runId: run.runId });
 
   let rearmed = 0;

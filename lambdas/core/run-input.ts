@@ -17,12 +17,14 @@ export function callerInput(input: RunAgentInput): RunAgentInput {
  * agents are stateless), so their messages go as sent; a run that came without the history (A2A)
  * gets the thread's folded history first.
  */
-export function agentInput(run: Run, history: readonly Message[]): RunAgentInput {
+export function agentInput(run: Run, history: readonly Message[], interjecting = false): RunAgentInput {
   const props = isPlainObject(run.input.forwardedProps) ? run.input.forwardedProps : {};
   const annotations: Record<string, unknown> = {
     caller: { principal: run.principal, tenant: run.tenant },
     door: run.door,
   };
+  // Only a run dispatched beside the run it names joins it; one that came too late runs as the next.
+  if (interjecting && run.addressedRunId !== undefined) annotations.addressedRunId = run.addressedRunId;
   const input: RunAgentInput = {
     ...run.input,
     threadId: run.threadId,

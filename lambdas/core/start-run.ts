@@ -6,6 +6,7 @@ import type { DoorName, Principal, Run, Thread } from './model.js';
 import { openAsks } from './outcome.js';
 import { callerInput, sameInput } from './run-input.js';
 import { expireOpenAsks } from './expire-asks.js';
+import { addressedRunIdOf } from './interjection.js';
 
 export interface StartRunRequest {
   agentId: string;
@@ -59,6 +60,14 @@ export async function startRun(deps: CoreDeps, request: StartRunRequest): Promis
     const match = matchAnswer(input, open, input.runId);
     if (match.kind === 'answer') return answer(deps, request, input, waiting, match.closing);
   }
+  const addressed = agent.takesInterjections ? addressedRunIdOf(input) : undefined;
+  if (addressed !== undefined) {
+    const target = await store.getRun(addressed);
+    if (target?.threadId === input.threadId && target.status === 'running') {
+      return interject(deps, request, input, target);
+    }
+  }
+  // A message addressed to a run that has settled (or to none this agent can join) is an ordinary next run.
   return enqueueOrdinary(deps, request, input, thread.value);
 }
 
@@ -81,7 +90,7 @@ async function openThread(deps: CoreDeps, request: StartRunRequest, threadId: st
       agentId: request.agentId,
       tenant: request.principal.tenant,
       createdAt: isoNow(deps),
-      queued: 0,
+      unsettled: 0,
       arrivals: 0,
     };
     // Two first messages may race to create the thread; the loser reads the winner's.
@@ -119,6 +128,17 @@ async function answer(
   return accept(deps, request, input, arrival ?? 0, { parentRunId: waiting.runId, rootRunId: waiting.rootRunId });
 }
 
+/** Dispatched at once beside the running run it names; it takes a place but does not wait for one. */
+async function interject(
+  deps: CoreDeps,
+  request: StartRunRequest,
+  input: RunAgentInput,
+  target: Run,
+): Promise<Result<StartedRun>> {
+  const arrival = await deps.store.reserveArrival(input.threadId, undefined);
+  return accept(deps, request, input, arrival ?? 0, { rootRunId: input.runId, addressedRunId: target.runId });
+}
+
 async function enqueueOrdinary(
   deps: CoreDeps,
   request: StartRunRequest,
@@ -141,7 +161,7 @@ async function accept(
   request: StartRunRequest,
   input: RunAgentInput,
   arrival: number,
-  lineage: { parentRunId?: string; rootRunId: string },
+  lineage: { parentRunId?: string; rootRunId: string; addressedRunId?: string },
 ): Promise<Result<StartedRun>> {
   const run: Run = {
     runId: input.runId,
@@ -157,12 +177,14 @@ async function accept(
     createdAt: isoNow(deps),
   };
   if (lineage.parentRunId !== undefined) run.parentRunId = lineage.parentRunId;
+  if (lineage.addressedRunId !== undefined) run.addressedRunId = lineage.addressedRunId;
   if (!(await deps.store.createRun(run))) {
     // The same runId raced in; give back the place and answer as a repeat would.
-    await deps.store.releaseQueuePlace(input.threadId);
+    await deps.store.releasePlace(input.threadId);
     const existing = await deps.store.getRun(input.runId);
     return existing ? attach(existing, request, input) : refuse('run_id_conflict', `runId "${input.runId}" is taken`);
   }
-  await deps.queue.enqueue({ threadId: run.threadId, runId: run.runId });
+  const message = { threadId: run.threadId, runId: run.runId };
+  await (run.addressedRunId === undefined ? deps.queue.enqueue(message) : deps.queue.dispatchBeside(message));
   return ok({ run, attached: false });
 }

@@ -24,7 +24,7 @@ function aThread(overrides: Partial<Thread> = {}): Thread {
     agentId: 'demo',
     tenant: 'acme',
     createdAt: '2025-01-01T00:00:00.000Z',
-    queued: 0,
+    unsettled: 0,
     arrivals: 0,
     ...overrides,
   };
@@ -102,23 +102,23 @@ describe('DynamoRunStore: threads', () => {
 
     const reserved = results.filter((arrival): arrival is number => arrival !== undefined);
     expect(reserved.sort((a, b) => a - b)).toEqual(range(1, 8));
-    expect(await store.getThread(thread.threadId)).toMatchObject({ queued: 8, arrivals: 8 });
+    expect(await store.getThread(thread.threadId)).toMatchObject({ unsettled: 8, arrivals: 8 });
   });
 
-  it('always gives an arrival number, and takes no queue place, when no limit applies', async () => {
+  it('always gives an arrival number and a place when no limit applies', async () => {
     const store = await dynamo.freshStore();
-    const thread = aThread({ queued: 3 });
+    const thread = aThread({ unsettled: 3 });
     await store.createThread(thread);
 
     const results = await Promise.all(Array.from({ length: 30 }, () => store.reserveArrival(thread.threadId, undefined)));
 
     expect([...results].sort((a, b) => a! - b!)).toEqual(range(1, 30));
-    expect(await store.getThread(thread.threadId)).toMatchObject({ queued: 3, arrivals: 30 });
+    expect(await store.getThread(thread.threadId)).toMatchObject({ unsettled: 33, arrivals: 30 });
   });
 
-  it('refuses an arrival when the queue is full and writes nothing', async () => {
+  it('refuses an arrival when the thread is full and writes nothing', async () => {
     const store = await dynamo.freshStore();
-    const thread = aThread({ queued: 2, arrivals: 5 });
+    const thread = aThread({ unsettled: 2, arrivals: 5 });
     await store.createThread(thread);
 
     expect(await store.reserveArrival(thread.threadId, 2)).toBeUndefined();
@@ -133,7 +133,7 @@ describe('DynamoRunStore: threads', () => {
     expect(await store.getThread('ghost')).toBeUndefined();
   });
 
-  it('gives back queue places but never goes below zero', async () => {
+  it('gives back places but never goes below zero', async () => {
     const store = await dynamo.freshStore();
     const thread = aThread();
     await store.createThread(thread);
@@ -141,35 +141,35 @@ describe('DynamoRunStore: threads', () => {
     await store.reserveArrival(thread.threadId, 2);
     expect(await store.reserveArrival(thread.threadId, 2)).toBeUndefined();
 
-    await Promise.all(Array.from({ length: 6 }, () => store.releaseQueuePlace(thread.threadId)));
+    await Promise.all(Array.from({ length: 6 }, () => store.releasePlace(thread.threadId)));
 
-    expect(await store.getThread(thread.threadId)).toMatchObject({ queued: 0 });
+    expect(await store.getThread(thread.threadId)).toMatchObject({ unsettled: 0 });
     expect(await store.reserveArrival(thread.threadId, 2)).toBe(3);
   });
 
   it('releases nothing for a thread that does not exist, and does not create it', async () => {
     const store = await dynamo.freshStore();
 
-    await store.releaseQueuePlace('ghost');
+    await store.releasePlace('ghost');
 
     expect(await store.getThread('ghost')).toBeUndefined();
   });
 
-  it('sets the queued count and the waiting run of a thread', async () => {
+  it('sets the places held and the waiting run of a thread', async () => {
     const store = await dynamo.freshStore();
-    const thread = aThread({ queued: 5 });
+    const thread = aThread({ unsettled: 5 });
     await store.createThread(thread);
 
-    await store.setQueued(thread.threadId, 2);
+    await store.setUnsettled(thread.threadId, 2);
     await store.setWaitingRun(thread.threadId, 'run-9');
 
-    expect(await store.getThread(thread.threadId)).toEqual({ ...thread, queued: 2, waitingRunId: 'run-9' });
+    expect(await store.getThread(thread.threadId)).toEqual({ ...thread, unsettled: 2, waitingRunId: 'run-9' });
   });
 
-  it('does not create a thread by setting its queued count or waiting run', async () => {
+  it('does not create a thread by setting its places or waiting run', async () => {
     const store = await dynamo.freshStore();
 
-    await store.setQueued('ghost', 2);
+    await store.setUnsettled('ghost', 2);
     await store.setWaitingRun('ghost', 'run-9');
 
     expect(await store.getThread('ghost')).toBeUndefined();

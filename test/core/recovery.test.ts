@@ -25,7 +25,7 @@ describe('recovery', () => {
   it('fails runs left running as orphaned_by_restart and runs the queued ones in arrival order', async () => {
     const store = await dynamo.freshStore();
     const h = await harness(store);
-    await store.createThread({ threadId: 'thread-1', agentId: 'scripted', tenant: 'anonymous', createdAt: '2026-01-01T00:00:00.000Z', queued: 5, arrivals: 3 });
+    await store.createThread({ threadId: 'thread-1', agentId: 'scripted', tenant: 'anonymous', createdAt: '2026-01-01T00:00:00.000Z', unsettled: 5, arrivals: 3 });
     await store.createRun(storedRun('r1', 'running', 1));
     await store.appendEvents([{ runId: 'r1', seq: 1, event: { type: 'RUN_STARTED', threadId: 'thread-1', runId: 'r1' } }]);
     await store.createRun(storedRun('r3', 'queued', 3));
@@ -38,7 +38,7 @@ describe('recovery', () => {
     expect(await store.getRun('r1')).toMatchObject({ status: 'failed', reason: 'orphaned_by_restart', lastSeq: 2 });
     expect((await store.readEvents('r1', 0)).map((e) => e.event.type)).toEqual(['RUN_STARTED', 'RUN_ERROR']);
     expect(h.provider.calls.map((c) => c.runId)).toEqual(['r2', 'r3']);
-    expect((await store.getThread('thread-1'))?.queued).toBe(0);
+    expect((await store.getThread('thread-1'))?.unsettled).toBe(0);
   });
 
   it('fails a run found running at dispatch as dispatch_lost and never runs it twice', async () => {

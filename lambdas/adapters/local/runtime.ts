@@ -101,7 +101,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
       `recovered: ${recovery.orphaned} run(s) failed orphaned_by_restart, ${recovery.requeued} queued again, ${recovery.rearmed} ask timer(s) re-armed`,
     );
   }
-  queue.start((runId) => gateway.dispatchRun(runId));
+  queue.start((runId, beside) => gateway.dispatchRun(runId, beside));
   timer.start((runId) => gateway.expireAsks(runId));
   const sender = new HttpPushSender({ allowHttp: true, ...settings.push });
   const pushes = new InProcessPushDriver({ store, clock }, sender, (error) => report('a push notification')(error, ''));

@@ -1,6 +1,7 @@
 import type { ThreadQueue } from '../../core/ports.js';
 
-type Consumer = (runId: string) => Promise<unknown>;
+/** `beside` is true for an interjection handed over outside its thread's order. */
+type Consumer = (runId: string, beside: boolean) => Promise<unknown>;
 
 /**
  * The inbound gap on one machine: a FIFO per thread, like an SQS FIFO message group. A thread's
@@ -10,6 +11,7 @@ type Consumer = (runId: string) => Promise<unknown>;
 export class InProcessThreadQueue implements ThreadQueue {
   private readonly tails = new Map<string, Promise<void>>();
   private readonly waiting: { threadId: string; runId: string }[] = [];
+  private readonly beside = new Set<Promise<void>>();
   private consumer: Consumer | undefined;
 
   constructor(private readonly onError: (error: unknown, runId: string) => void = () => {}) {}
@@ -25,15 +27,26 @@ export class InProcessThreadQueue implements ThreadQueue {
     else this.waiting.push(message);
   }
 
-  /** Resolves when every thread's queue is empty. */
+  async dispatchBeside({ runId }: { threadId: string; runId: string }): Promise<void> {
+    const consume = this.consumer;
+    if (!consume) throw new Error('the thread queue is not started');
+    const handed = consume(runId, true).then(
+      () => undefined,
+      (error: unknown) => this.onError(error, runId),
+    );
+    this.beside.add(handed);
+    void handed.then(() => this.beside.delete(handed));
+  }
+
+  /** Resolves when every thread's queue is empty and no interjection is being dispatched. */
   async idle(): Promise<void> {
-    while (this.tails.size > 0) await Promise.all([...this.tails.values()]);
+    while (this.tails.size > 0 || this.beside.size > 0) await Promise.all([...this.tails.values(), ...this.beside]);
   }
 
   private deliver({ threadId, runId }: { threadId: string; runId: string }): void {
     const consume = this.consumer!;
     const previous = this.tails.get(threadId) ?? Promise.resolve();
-    const next = previous.then(() => consume(runId).then(
+    const next = previous.then(() => consume(runId, false).then(
       () => undefined,
       (error: unknown) => this.onError(error, runId),
     ));

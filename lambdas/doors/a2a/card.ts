@@ -2,13 +2,9 @@ import type { AgentCard, AgentExtension, AgentSkill } from '@a2a-js/sdk';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { ServerCallContext } from '@a2a-js/sdk/server';
 import { LegacyRestTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { ADDRESSED_RUN_ID_KEY, INTERJECTION_EXTENSION } from '../../core/interjection.js';
 import type { Agent } from '../../core/model.js';
 
-/**
- * The interjection extension, under the URI its existing clients already send, so they work
- * unchanged. Its request metadata key is `${INTERJECTION_EXTENSION}/addressedRunId`.
- */
-export const INTERJECTION_EXTENSION = 'https://github.com/hukaichun/funduq/ext/interjection/v1';
 
 export interface CardOptions {
   /** Absolute URL of the agent's A2A endpoint, `…/a2a/{agentId}`. */
@@ -26,7 +22,7 @@ export function agentCard(agent: Agent, options: CardOptions): AgentCard {
     ? [
         {
           uri: INTERJECTION_EXTENSION,
-          description: `Request metadata "${INTERJECTION_EXTENSION}/addressedRunId" names the context's running run; the message is handed to it at once.`,
+          description: `Request metadata "${ADDRESSED_RUN_ID_KEY}" names the context's running run; the message is dispatched at once beside it, or runs next if that run already settled.`,
           required: false,
           params: undefined,
         },

@@ -1,18 +1,42 @@
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseThreadMessage, SqsThreadQueue, sqsId } from '../../../lambdas/adapters/aws/sqs-thread-queue.js';
+import { besideDispatchSchema, parseThreadMessage, SqsThreadQueue, sqsId } from '../../../lambdas/adapters/aws/sqs-thread-queue.js';
 
 const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/funduq-threads.fifo';
 const sqs = mockClient(SQSClient);
+const lambda = mockClient(LambdaClient);
 
-afterEach(() => sqs.reset());
+afterEach(() => {
+  sqs.reset();
+  lambda.reset();
+});
 
 function queue() {
   return new SqsThreadQueue({ client: new SQSClient({ region: 'eu-west-1' }), queueUrl: QUEUE_URL });
 }
 
 describe('the SQS thread queue', () => {
+  it('hands an interjection to the dispatcher by an asynchronous invoke, not through the message group', async () => {
+    lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
+    const withBeside = new SqsThreadQueue({
+      client: new SQSClient({ region: 'eu-west-1' }),
+      queueUrl: QUEUE_URL,
+      beside: { client: new LambdaClient({ region: 'eu-west-1' }), functionName: 'funduq-dispatcher' },
+    });
+    await withBeside.dispatchBeside({ threadId: 'thread-1', runId: 'run-2' });
+    expect(sqs.commandCalls(SendMessageCommand)).toHaveLength(0);
+    const [call] = lambda.commandCalls(InvokeCommand);
+    expect(call.args[0].input).toMatchObject({ FunctionName: 'funduq-dispatcher', InvocationType: 'Event' });
+    const payload = JSON.parse(new TextDecoder().decode(call.args[0].input.Payload as Uint8Array));
+    expect(besideDispatchSchema.parse(payload)).toEqual({ funduqDispatchBeside: { threadId: 'thread-1', runId: 'run-2' } });
+  });
+
+  it('refuses an interjection when it was not given the dispatcher to invoke', async () => {
+    await expect(queue().dispatchBeside({ threadId: 't', runId: 'r' })).rejects.toThrow(/dispatcher function/);
+  });
+
   it('sends a run to its thread’s message group, deduplicated by the run id', async () => {
     sqs.on(SendMessageCommand).resolves({ MessageId: 'm-1' });
     await queue().enqueue({ threadId: 'thread-1', runId: 'run-1' });

@@ -95,32 +95,32 @@ export class DynamoRunStore implements RunStore {
   async reserveArrival(threadId: string, limit: number | undefined): Promise<number | undefined> {
     const limited = limit !== undefined;
     // One conditional ADD takes the number and the place together, so concurrent arrivals can
-    // neither share a number nor overfill the queue.
+    // neither share a number nor overfill the thread.
     const attributes = await this.update({
       Key: threadKey(threadId),
-      UpdateExpression: limited ? 'ADD #arrivals :one, #queued :one' : 'ADD #arrivals :one',
-      ConditionExpression: limited ? 'attribute_exists(pk) AND #queued < :limit' : 'attribute_exists(pk)',
-      // DynamoDB rejects a placeholder the expressions do not use, hence two shapes.
-      ExpressionAttributeNames: limited ? { '#arrivals': 'arrivals', '#queued': 'queued' } : { '#arrivals': 'arrivals' },
+      UpdateExpression: 'ADD #arrivals :one, #unsettled :one',
+      ConditionExpression: limited ? 'attribute_exists(pk) AND #unsettled < :limit' : 'attribute_exists(pk)',
+      ExpressionAttributeNames: { '#arrivals': 'arrivals', '#unsettled': 'unsettled' },
+      // DynamoDB rejects a value placeholder the expressions do not use, hence two shapes.
       ExpressionAttributeValues: limited ? { ':one': 1, ':limit': limit } : { ':one': 1 },
       ReturnValues: 'UPDATED_NEW',
     });
     return attributes?.arrivals as number | undefined;
   }
 
-  async releaseQueuePlace(threadId: string): Promise<void> {
+  async releasePlace(threadId: string): Promise<void> {
     // A failed condition means the count is already zero (a recovery reset it): nothing to give back.
     await this.update({
       Key: threadKey(threadId),
-      UpdateExpression: 'ADD #queued :minusOne',
-      ConditionExpression: '#queued > :zero',
-      ExpressionAttributeNames: { '#queued': 'queued' },
+      UpdateExpression: 'ADD #unsettled :minusOne',
+      ConditionExpression: '#unsettled > :zero',
+      ExpressionAttributeNames: { '#unsettled': 'unsettled' },
       ExpressionAttributeValues: { ':minusOne': -1, ':zero': 0 },
     });
   }
 
-  async setQueued(threadId: string, queued: number): Promise<void> {
-    await this.setOnThread(threadId, 'queued', queued);
+  async setUnsettled(threadId: string, unsettled: number): Promise<void> {
+    await this.setOnThread(threadId, 'unsettled', unsettled);
   }
 
   async setWaitingRun(threadId: string, runId: string): Promise<void> {
@@ -470,7 +470,7 @@ export class DynamoRunStore implements RunStore {
     return run;
   }
 
-  private async setOnThread(threadId: string, attribute: 'queued' | 'waitingRunId', value: unknown): Promise<void> {
+  private async setOnThread(threadId: string, attribute: 'unsettled' | 'waitingRunId', value: unknown): Promise<void> {
     // Without the condition an update of a missing thread would create a thread item with no fields.
     await this.update({
       Key: threadKey(threadId),
