@@ -1,4 +1,4 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import type * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import type * as cognito from 'aws-cdk-lib/aws-cognito';
@@ -26,6 +26,8 @@ export interface CustomDomain {
 export interface DoorsApiProps {
   store: Store;
   threadQueue: ThreadQueue;
+  /** Interjections are handed to it by an asynchronous invoke, beside the thread's message group. */
+  dispatcher: lambda.IFunction;
   askWaiter: AskWaiter;
   adminToken: secretsmanager.ISecret;
   auth: ApiAuth;
@@ -56,7 +58,8 @@ export class DoorsApi extends Construct {
   readonly buffered: GatewayFunction;
   readonly apiKey?: apigw.IApiKey;
   readonly domain?: apigw.DomainName;
-  private readonly domainName?: string;
+  /** The base URL callers use, ending in `/`: the custom domain when there is one, else the stage's URL. */
+  readonly url: string;
   private readonly streamingIntegration: apigw.LambdaIntegration;
   private readonly bufferedIntegration: apigw.LambdaIntegration;
   private readonly authenticated: apigw.MethodOptions;
@@ -66,6 +69,7 @@ export class DoorsApi extends Construct {
     const environment = {
       ...props.environment,
       [ENV.apiAuth]: props.auth.mode,
+      [ENV.dispatcherFunction]: props.dispatcher.functionName,
       [ENV.adminTokenSecretArn]: props.adminToken.secretArn,
     };
     // The admin token is read through the extension, which caches it, rather than an SDK client per door.
@@ -93,6 +97,7 @@ export class DoorsApi extends Construct {
       props.store.runs.grantReadWriteData(door);
       props.store.runEvents.grantReadWriteData(door);
       props.threadQueue.queue.grantSendMessages(door);
+      props.dispatcher.grantInvoke(door);
       props.askWaiter.grantDisarm(door);
       props.adminToken.grantRead(door);
     }
@@ -150,8 +155,16 @@ export class DoorsApi extends Construct {
       plan.addApiKey(this.apiKey);
     }
 
+    // Built from the API's id and the stage's name as given, not from `api.url`: that refers to the
+    // stage, which depends on the deployment, which depends on the methods, which depend on these
+    // functions — a function's environment referring to it would be a circular dependency.
+    const stack = Stack.of(this);
+    this.url = props.domain
+      ? `https://${props.domain.domainName}/`
+      : `https://${this.api.restApiId}.execute-api.${stack.region}.${stack.urlSuffix}/${props.stageName}/`;
+    for (const door of [this.streaming.function, this.buffered.function]) door.addEnvironment(ENV.publicUrl, this.url);
+
     if (props.domain) {
-      this.domainName = props.domain.domainName;
       this.domain = this.api.addDomainName('Domain', {
         domainName: props.domain.domainName,
         certificate: props.domain.certificate,
@@ -159,11 +172,6 @@ export class DoorsApi extends Construct {
         securityPolicy: apigw.SecurityPolicy.TLS_1_2,
       });
     }
-  }
-
-  /** The base URL callers use: the custom domain when there is one, else the stage's URL. */
-  get url(): string {
-    return this.domainName ? `https://${this.domainName}/` : this.api.url;
   }
 
   private authentication(auth: ApiAuth): apigw.MethodOptions {

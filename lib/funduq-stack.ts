@@ -122,6 +122,7 @@ export class FunduqStack extends Stack {
     this.doors = new DoorsApi(this, 'Doors', {
       store: this.store,
       threadQueue: this.threadQueue,
+      dispatcher: this.dispatcher.function.function,
       askWaiter: this.askWaiter,
       adminToken,
       auth: this.apiAuth(settings),

@@ -5,6 +5,7 @@ import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources'
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { STREAM_HANDLER_TIMEOUT_SECONDS } from '../lambdas/handlers/push-delivery.js';
 import { GatewayFunction } from './gateway-function.js';
 import type { Store } from './store.js';
 
@@ -15,9 +16,10 @@ export interface StreamHandlerProps {
 }
 
 /**
- * Reads the record's changes from both tables' streams (new images): the source of push
- * notifications. A batch that keeps failing is bisected, then its record is sent to a
- * dead-letter queue rather than holding the shard for the stream's 24 hours.
+ * Reads the record's changes from both tables' streams (new images) and delivers the A2A push
+ * notifications they call for. A batch that keeps failing is bisected, then its record is sent to
+ * a dead-letter queue rather than holding the shard for the stream's 24 hours. Its timeout and the
+ * push sender's tries are set together (`lambdas/handlers/push-delivery.ts`).
  */
 export class StreamHandler extends Construct {
   readonly function: GatewayFunction;
@@ -29,7 +31,7 @@ export class StreamHandler extends Construct {
     this.function = new GatewayFunction(this, 'StreamHandler', {
       handler: 'stream-handler',
       description: 'funduq: turns changes of the record into push notifications',
-      timeout: Duration.seconds(60),
+      timeout: Duration.seconds(STREAM_HANDLER_TIMEOUT_SECONDS),
       memorySize: 256,
       logRetention: props.logRetention,
       environment: props.environment,
@@ -61,6 +63,8 @@ export class StreamHandler extends Construct {
     }
     props.store.runs.grantReadData(fn);
     props.store.runEvents.grantReadData(fn);
+    // A notification no try delivered is recorded on its push config (an update of an existing item).
+    props.store.runs.grant(fn, 'dynamodb:UpdateItem');
 
     this.failuresAlarm = new cloudwatch.Alarm(this, 'FailuresAlarm', {
       alarmDescription: 'funduq stream handler: changes of the record were given up on (no push notification sent)',

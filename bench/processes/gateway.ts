@@ -6,20 +6,28 @@
  * - `aws`: the AWS wiring on one machine: the doors and the dispatcher each with their own
  *   DynamoRunStore and polling change feed (they are separate Lambdas and cannot hear each
  *   other), sharing one dynalite; an in-process FIFO per thread stands in for SQS FIFO. The cost
- *   model runs on it, so the store requests counted are the ones AWS would bill.
+ *   model runs on it, so the store requests counted are the ones AWS would bill;
+ * - experiments (`--without-push-driver`, `--store-thread`): the local wiring of
+ *   `startLocalGateway` rebuilt here without the in-process push driver, with dynalite on the
+ *   gateway's thread or on a worker thread of its own.
  */
 import { randomUUID } from 'node:crypto';
+import { Session } from 'node:inspector/promises';
+import { writeFile } from 'node:fs/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { serve } from '@hono/node-server';
 import { DynamoRunStore, type StoreUsage } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
 import { PollingChangeFeed } from '../../lambdas/adapters/aws/polling-change-feed.js';
 import { ensureTables, localDynamoClient, startDynalite } from '../../lambdas/adapters/local/dynalite.js';
 import { startLocalGateway } from '../../lambdas/adapters/local/runtime.js';
+import { InProcessAskTimer } from '../../lambdas/adapters/local/ask-timer.js';
+import { InProcessChangeFeed } from '../../lambdas/adapters/local/change-feed.js';
 import { InProcessThreadQueue } from '../../lambdas/adapters/local/thread-queue.js';
 import { createGateway } from '../../lambdas/core/gateway.js';
 import type { Agent, StoredEvent } from '../../lambdas/core/model.js';
@@ -48,6 +56,8 @@ interface Shape {
 }
 
 const TABLES = { runs: 'funduq-runs', runEvents: 'funduq-run-events' };
+
+export type GatewayMode = 'local' | 'local-without-push-driver' | 'local-store-thread' | 'aws';
 let shape: Shape | undefined;
 let dataDir: string | undefined;
 
@@ -63,7 +73,78 @@ async function startLocal(): Promise<Shape> {
   };
 }
 
-/** Adds ReturnConsumedCapacity to every request and sums what comes back. */
+/** dynalite on a worker thread; the worker is TypeScript, loaded through tsx's API. */
+async function startStoreThread(path: string): Promise<{ endpoint: string; close(): Promise<void> }> {
+  const entry = new URL('./store-worker.ts', import.meta.url).href;
+  const worker = new Worker(`import('tsx/esm/api').then(({ tsImport }) => tsImport(${JSON.stringify(entry)}, ${JSON.stringify(import.meta.url)}))`, {
+    eval: true,
+    workerData: { path },
+  });
+  const endpoint = await new Promise<string>((resolve, reject) => {
+    worker.once('message', (message: { endpoint: string }) => resolve(message.endpoint));
+    worker.once('error', reject);
+  });
+  return {
+    endpoint,
+    async close() {
+      const closed = new Promise((resolve) => worker.once('message', resolve));
+      worker.postMessage('close');
+      await closed;
+      await worker.terminate();
+    },
+  };
+}
+
+/**
+ * What `startLocalGateway` wires, less the demo agent, the admin routes and the push driver
+ * (no scenario registers a push config), with dynalite on this thread or a worker thread.
+ */
+async function startLocalComposed({ storeThread }: { storeThread: boolean }): Promise<Shape> {
+  dataDir = await mkdtemp(join(tmpdir(), 'funduq-bench-composed-'));
+  const dynalite = storeThread ? await startStoreThread(dataDir) : await startDynalite({ path: dataDir });
+  const client = localDynamoClient(dynalite.endpoint);
+  await ensureTables(client, TABLES);
+  const store = new DynamoRunStore({ client, tables: TABLES });
+  const clock = { now: () => Date.now() };
+  const queue = new InProcessThreadQueue();
+  const timer = new InProcessAskTimer(clock);
+  const gateway = createGateway({
+    store,
+    queue,
+    timer,
+    feed: new InProcessChangeFeed(),
+    providers: { 'agui-http': new AgUiHttpProvider({ clock }) },
+    clock,
+    ids: { newId: () => randomUUID() },
+    settings: { threadQueueLimit: 8 },
+  });
+  await gateway.recover();
+  queue.start((runId, beside) => gateway.dispatchRun(runId, beside));
+  timer.start((runId) => gateway.expireAsks(runId));
+  const app = createApp({ gateway, sse: { heartbeatMs: 15_000 } });
+  const server = await new Promise<Server>((resolve) => {
+    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s as Server));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    stores: { gateway: store },
+    dispatches: [],
+    queue: { sends: 0, receives: 0, deletes: 0 },
+    async close() {
+      timer.stop();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await dynalite.close();
+      client.destroy();
+    },
+  };
+}
+
+/**
+ * Adds ReturnConsumedCapacity to every request and sums what comes back. dynalite reports 0 for
+ * a query that found nothing; DynamoDB bills every read at least one unit (half for an eventually
+ * consistent one), so a read is counted at that minimum.
+ */
 function countCapacity(client: DynamoDBClient, into: Capacity): void {
   client.middlewareStack.add(
     (next, context) => async (args) => {
@@ -72,16 +153,14 @@ function countCapacity(client: DynamoDBClient, into: Capacity): void {
       const result = await next(args);
       into.requests += 1;
       const consumed = (result.output as { ConsumedCapacity?: unknown }).ConsumedCapacity;
+      let units = 0;
       for (const entry of Array.isArray(consumed) ? consumed : consumed ? [consumed] : []) {
-        const { ReadCapacityUnits, WriteCapacityUnits, CapacityUnits } = entry as Record<string, number | undefined>;
-        if (ReadCapacityUnits !== undefined || WriteCapacityUnits !== undefined) {
-          into.readUnits += ReadCapacityUnits ?? 0;
-          into.writeUnits += WriteCapacityUnits ?? 0;
-        } else if (CapacityUnits !== undefined) {
-          // dynalite reports one total: a read call's units are read units, a write call's write units.
-          if (/^(Get|Query|Scan|BatchGet)/.test(context.commandName ?? '')) into.readUnits += CapacityUnits;
-          else into.writeUnits += CapacityUnits;
-        }
+        units += (entry as { CapacityUnits?: number }).CapacityUnits ?? 0;
+      }
+      if (/^(Get|Query|Scan|BatchGet)/.test(context.commandName ?? '')) {
+        into.readUnits += Math.max(units, input.ConsistentRead === true ? 1 : 0.5);
+      } else {
+        into.writeUnits += units;
       }
       return result;
     },
@@ -115,7 +194,8 @@ async function startAwsShape(): Promise<Shape> {
   const settings = { threadQueueLimit: 8 };
   const dispatcher = createGateway({
     store: dispatcherStore,
-    queue: { enqueue: async () => {} },
+    // The dispatcher enqueues nothing: runs come in through the doors.
+    queue: { enqueue: async () => {}, dispatchBeside: async () => {} },
     timer,
     feed: new PollingChangeFeed(dispatcherStore),
     providers: { 'agui-http': new AgUiHttpProvider({ clock }) },
@@ -130,6 +210,8 @@ async function startAwsShape(): Promise<Shape> {
         counts.sends += 1;
         await fifo.enqueue(message);
       },
+      // An interjection is an asynchronous Lambda invoke on AWS; no scenario sends one.
+      dispatchBeside: (message) => fifo.dispatchBeside(message),
     },
     timer,
     feed: new PollingChangeFeed(doorsStore),
@@ -138,11 +220,11 @@ async function startAwsShape(): Promise<Shape> {
     ids,
     settings,
   });
-  fifo.start(async (runId) => {
+  fifo.start(async (runId, beside) => {
     // The event source mapping receives the message, the function runs, and a success deletes it.
     counts.receives += 1;
     const startedAt = performance.now();
-    await dispatcher.dispatchRun(runId);
+    await dispatcher.dispatchRun(runId, beside);
     dispatches.push(performance.now() - startedAt);
     counts.deletes += 1;
   });
@@ -225,12 +307,15 @@ async function ceiling({ plan, rounds }: { plan: Script; rounds: number }) {
 }
 
 let sampler: ReturnType<typeof setInterval> | undefined;
+let profiler: Session | undefined;
 let peakRss = 0;
 
 serveParent(
   {
-    async start({ mode }: { mode: 'local' | 'aws' }) {
-      shape = mode === 'aws' ? await startAwsShape() : await startLocal();
+    async start({ mode }: { mode: GatewayMode }) {
+      if (mode === 'aws') shape = await startAwsShape();
+      else if (mode === 'local') shape = await startLocal();
+      else shape = await startLocalComposed({ storeThread: mode === 'local-store-thread' });
       return shape.url;
     },
     async putAgent(agent: Agent) {
@@ -258,6 +343,22 @@ serveParent(
       return { peakRss, maxRss: process.resourceUsage().maxRSS * 1024, rss: process.memoryUsage().rss };
     },
     cpu: () => process.cpuUsage(),
+    /** Starts V8's sampling profiler on this process (the measured phase only, not the start-up). */
+    async profileStart() {
+      profiler = new Session();
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.setSamplingInterval', { interval: 200 });
+      await profiler.post('Profiler.start');
+    },
+    /** Stops it and writes the profile (Chrome DevTools' .cpuprofile) to `path`. */
+    async profileStop({ path }: { path: string }) {
+      if (!profiler) return;
+      const { profile } = await profiler.post('Profiler.stop');
+      profiler.disconnect();
+      profiler = undefined;
+      await writeFile(path, JSON.stringify(profile));
+    },
   },
   async () => {
     clearInterval(sampler);

@@ -67,13 +67,14 @@ async function a2aDoor(url: string): Promise<{ ok: boolean; why: string }> {
  * client's `sendMessageStream`.
  */
 export async function a2aStreaming(bench: Bench): Promise<Row[]> {
-  const reps = bench.quick ? 2 : 5;
+  const reps = bench.quick ? 1 : 5;
   const plan: Script = { events: CHUNKS + 4, intervalMs: 0, deltaChars: 6 };
   const reference = `${bench.agentUrl}/a2a-ref/${CHUNKS}/`;
   const gateway = await bench.startGateway('local', 'scenario-3');
   try {
     const door = await a2aDoor(gateway.url);
-    await streamOnce(reference);
+    // Unmeasured warm-up (a reference run lasts seconds: quick mode goes without).
+    if (!bench.quick) await streamOnce(reference);
     const referenceRates: number[] = [];
     const funduqRates: number[] = [];
     if (door.ok) {
@@ -86,7 +87,7 @@ export async function a2aStreaming(bench: Bench): Promise<Row[]> {
       referenceRates.push(ref.chunks / (ref.ms / 1000));
       let line = `  rep ${rep + 1}: reference ${referenceRates.at(-1)!.toFixed(0)} chunks/s`;
       if (door.ok) {
-        const through = await streamOnce(`${gateway.url}/a2a/burst/`);
+        const through = await gateway.profiled(`a2a-${rep + 1}`, () => streamOnce(`${gateway.url}/a2a/burst/`));
         if (through.chunks !== CHUNKS) bench.log(`  funduq's A2A door sent ${through.chunks} chunks, expected ${CHUNKS}`);
         funduqRates.push(through.chunks / (through.ms / 1000));
         line += `, funduq ${funduqRates.at(-1)!.toFixed(0)} chunks/s`;

@@ -6,6 +6,7 @@ import { readRun, runProblem, type Read } from '../support/sse-reader.js';
 import { percentile, spread } from '../support/stats.js';
 
 const NAME = 'fan-in';
+const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
 const MB = 1024 * 1024;
 
 interface Wave {
@@ -36,7 +37,7 @@ async function wave(url: string, runs: number, events: number): Promise<Wave> {
  * is the reference.
  */
 export async function fanIn(bench: Bench): Promise<Row[]> {
-  const runs = bench.quick ? 100 : 200;
+  const runs = bench.quick ? 50 : 200;
   const plan: Script = { events: 100, intervalMs: 0, deltaChars: 6 };
   const reps = bench.quick ? 2 : 3;
   const gateway = await bench.startGateway('local', 'scenario-4');
@@ -55,7 +56,7 @@ export async function fanIn(bench: Bench): Promise<Row[]> {
       reference.p50.push(percentile(d.toLast, 50));
       reference.p99.push(percentile(d.toLast, 99));
       await gateway.child.call('sampleMemory');
-      const f = await wave(through, runs, plan.events);
+      const f = await gateway.profiled(`wave-${rep + 1}`, () => wave(through, runs, plan.events));
       const memory = await gateway.child.call<{ peakRss: number; maxRss: number }>('memoryPeak');
       figures.rate.push(f.runsPerSecond);
       figures.p50.push(percentile(f.toLast, 50));
@@ -73,8 +74,10 @@ export async function fanIn(bench: Bench): Promise<Row[]> {
       row({ ...base, metric: 'runs/s', unit: 'runs/s', reference: ref(reference.rate), referenceIs: 'direct from the agent', target: null }, spread(figures.rate)),
       row({ ...base, metric: 'time to last event, p50', unit: 'ms', reference: ref(reference.p50), referenceIs: 'direct', target: null }, spread(figures.p50)),
       row({ ...base, metric: 'time to last event, p99', unit: 'ms', reference: ref(reference.p99), referenceIs: 'direct', target: null }, spread(figures.p99)),
-      row({ ...base, metric: 'errors', unit: 'runs', reference: null, target: '0' }, spread(figures.errors), (v) => Math.max(...figures.errors) === 0 && v === 0),
-      row({ ...base, metric: 'gateway peak RSS', unit: 'MB', reference: null, target: '≤ 400 MB' }, spread(figures.rss), () => Math.max(...figures.rss) <= 400),
+      // Errors are added up over the repetitions, and the peak is the highest of them: a target on
+      // "none" or on a peak is missed by one bad repetition, not by the median one.
+      { ...row({ ...base, metric: 'errors (all repetitions)', unit: 'runs', reference: null, target: '0' }, spread(figures.errors)), value: sum(figures.errors), met: sum(figures.errors) === 0 },
+      { ...row({ ...base, metric: 'gateway peak RSS (highest repetition)', unit: 'MB', reference: null, target: '≤ 400 MB' }, spread(figures.rss)), value: Math.max(...figures.rss), met: Math.max(...figures.rss) <= 400 },
     ];
   } finally {
     await gateway.stop();

@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Agent } from '../../lambdas/core/model.js';
+import type { GatewayMode } from '../processes/gateway.js';
 import { startChild, type Child } from './child.js';
 import { scriptQuery, type Script } from './script.js';
 import type { Spread } from './stats.js';
@@ -35,6 +36,8 @@ export interface Bench {
   log(line: string): void;
   /** A fresh gateway process (fresh temp data dir); `name` names its CPU profile. */
   startGateway(mode: 'local' | 'aws', name: string): Promise<Gateway>;
+  /** An experiment replacing the local gateway (`--without-push-driver`, `--store-thread`), or none. */
+  experiment: GatewayMode | undefined;
 }
 
 export interface Gateway {
@@ -42,16 +45,17 @@ export interface Gateway {
   url: string;
   /** Registers an agui-http agent served by the scripted agent with `plan`. */
   registerAgent(id: string, plan: Script): Promise<void>;
+  /**
+   * With --profile, runs `phase` under V8's CPU profiler in the gateway's process (the same
+   * sampler as `node --cpu-prof`, started and stopped around the measured part) and writes
+   * bench/profiles/<name>-<label>.cpuprofile; without, just runs it.
+   */
+  profiled<T>(label: string, phase: () => Promise<T>): Promise<T>;
   stop(): Promise<void>;
 }
 
-export async function startGateway(agentUrl: string, mode: 'local' | 'aws', name: string, profile: boolean): Promise<Gateway> {
-  const execArgv: string[] = [];
-  if (profile) {
-    await mkdir(PROFILE_DIR, { recursive: true });
-    execArgv.push('--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${name}.cpuprofile`);
-  }
-  const child = await startChild('gateway.ts', { name: `gateway (${name})`, execArgv });
+export async function startGateway(agentUrl: string, mode: GatewayMode, name: string, profile: boolean): Promise<Gateway> {
+  const child = await startChild('gateway.ts', { name: `gateway (${name})` });
   const url = await child.call<string>('start', { mode });
   return {
     child,
@@ -66,6 +70,16 @@ export async function startGateway(agentUrl: string, mode: 'local' | 'aws', name
         idleTimeoutSeconds: 300,
       };
       await child.call('putAgent', agent);
+    },
+    async profiled(label, phase) {
+      if (!profile) return phase();
+      await mkdir(PROFILE_DIR, { recursive: true });
+      await child.call('profileStart');
+      try {
+        return await phase();
+      } finally {
+        await child.call('profileStop', { path: `${PROFILE_DIR}/${name}-${label}.cpuprofile` });
+      }
     },
     stop: () => child.stop(),
   };

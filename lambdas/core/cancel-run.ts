@@ -4,6 +4,7 @@ import { EventRecorder } from './event-recorder.js';
 import { ok, refuse, type Result } from './errors.js';
 import { isTerminal, type Principal, type Run } from './model.js';
 import { cancelledEnd, openAsks } from './outcome.js';
+import { releasePlaces } from './tenant-limits.js';
 
 /**
  * Cancel is a request. A queued run is cancelled at once and never reaches its agent; a running
@@ -29,7 +30,7 @@ export async function cancelRun(deps: CoreDeps, runId: string, principal: Princi
     const recorder = new EventRecorder(runId, 0, store, deps.feed);
     for (const event of end.closingEvents) await recorder.record(event);
     await recorder.flush();
-    await store.releasePlace(run.threadId);
+    await releasePlaces(deps, cancelled);
     deps.feed.publish({ kind: 'status', runId, run: cancelled });
     return ok(cancelled);
   }

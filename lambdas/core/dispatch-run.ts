@@ -5,9 +5,10 @@ import { RunFailure, StoreUnavailable } from './errors.js';
 import { EventRecorder } from './event-recorder.js';
 import { checkEvent } from './events.js';
 import { foldThread } from './fold.js';
-import type { AgUiEventRecord, Run } from './model.js';
+import { threadKey, type AgUiEventRecord, type Run } from './model.js';
 import { deriveEnd, earliestExpiry, failedEnd, type RunEnd } from './outcome.js';
 import { agentInput } from './run-input.js';
+import { releasePlaces } from './tenant-limits.js';
 import { RunTranscript } from './transcript.js';
 
 export type DispatchResult = 'ran' | 'skipped' | 'dispatch_lost' | 'missing' | 'queued_as_next';
@@ -26,7 +27,7 @@ export async function dispatchRun(deps: CoreDeps, runId: string, beside = false)
     const target = await store.getRun(found.addressedRunId);
     if (target?.status !== 'running') {
       // The run it addressed settled first: the interjection becomes the thread's next ordinary run.
-      await deps.queue.enqueue({ threadId: found.threadId, runId });
+      await deps.queue.enqueue({ threadId: threadKey(found), runId });
       return 'queued_as_next';
     }
   }
@@ -115,24 +116,38 @@ function withRunIds(event: AgUiEventRecord, run: Run): AgUiEventRecord {
 }
 
 async function threadHistory(deps: CoreDeps, run: Run): Promise<Message[]> {
-  const earlier = (await deps.store.listThreadRuns(run.threadId)).filter(
+  const earlier = (await deps.store.listThreadRuns(run)).filter(
     (other) => other.arrival < run.arrival && other.runId !== run.runId,
   );
   return foldThread(deps.store, earlier);
 }
 
 async function settle(deps: CoreDeps, run: Run, recorder: EventRecorder, end: RunEnd): Promise<void> {
-  let final = end;
   try {
     for (const event of end.closingEvents) await recorder.record(event);
     await recorder.flush();
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    final = { ...failedEnd('store_unavailable', message), closingEvents: [] };
+    const failed = failedEnd('store_unavailable', error instanceof Error ? error.message : String(error));
+    await finish(deps, run, failed, await closeAfterStored(deps, run, failed));
+    return;
   }
-  // After a failed write the stored log may end before the recorder's count: readers stop at what is stored.
-  const lastSeq = final === end ? recorder.lastSeq : await deps.store.lastSeq(run.runId);
-  await finish(deps, run, final, lastSeq);
+  await finish(deps, run, end, recorder.lastSeq);
+}
+
+/**
+ * After a write the store refused for good, the recorder is spent and the stored log may end
+ * before its count. The closing events go after what is stored, should the store take them now,
+ * so a reader sees the RUN_ERROR; if not, readers stop at what is stored and the record says why.
+ */
+async function closeAfterStored(deps: CoreDeps, run: Run, end: RunEnd): Promise<number> {
+  const recorder = new EventRecorder(run.runId, await deps.store.lastSeq(run.runId), deps.store, deps.feed);
+  try {
+    for (const event of end.closingEvents) await recorder.record(event);
+    await recorder.flush();
+    return recorder.lastSeq;
+  } catch {
+    return deps.store.lastSeq(run.runId);
+  }
 }
 
 /** Writes the end of a run once (from running or cancelling) and lets the thread move on. */
@@ -144,9 +159,9 @@ export async function finish(deps: CoreDeps, run: Run, end: RunEnd, lastSeq: num
   if (end.asks !== undefined) patch.asks = end.asks;
   const settled = await deps.store.transitionRun(run.runId, ['running', 'cancelling'], patch);
   if (!settled) return undefined;
-  await deps.store.releasePlace(run.threadId);
+  await releasePlaces(deps, run);
   if (end.asks) {
-    await deps.store.setWaitingRun(run.threadId, run.runId);
+    await deps.store.setWaitingRun(run, run.runId);
     const expiry = earliestExpiry(end.asks);
     if (expiry !== undefined) await deps.timer.arm(run.runId, expiry);
   }

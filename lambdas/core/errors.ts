@@ -10,6 +10,8 @@ export type RefusalCode =
   | 'thread_not_found'
   | 'thread_agent_mismatch'
   | 'thread_queue_full'
+  | 'tenant_rate_limited'
+  | 'tenant_concurrency_limited'
   | 'run_not_found'
   | 'run_id_conflict'
   | 'no_open_ask'
@@ -23,12 +25,14 @@ export interface Refusal {
   ok: false;
   code: RefusalCode;
   message: string;
+  /** For a refusal that passes (a full queue, a tenant's limit): when trying again may succeed. */
+  retryAfterSeconds?: number;
 }
 
 export type Result<T> = { ok: true; value: T } | Refusal;
 
-export function refuse(code: RefusalCode, message: string): Refusal {
-  return { ok: false, code, message };
+export function refuse(code: RefusalCode, message: string, retryAfterSeconds?: number): Refusal {
+  return retryAfterSeconds === undefined ? { ok: false, code, message } : { ok: false, code, message, retryAfterSeconds };
 }
 
 export function ok<T>(value: T): { ok: true; value: T } {

@@ -62,6 +62,11 @@ export interface Run {
   asks?: Record<string, Ask>;
   /** The seq of the run's last stored event, set when the run settles. */
   lastSeq?: number;
+  /**
+   * The run holds one of its tenant's places (a limit on the tenant's unsettled runs was set when
+   * it was accepted), to give back when it settles.
+   */
+  tenantPlace?: boolean;
 }
 
 export interface Thread {
@@ -78,6 +83,20 @@ export interface Thread {
   arrivals: number;
   /** The latest run that settled with asks; its record says whether they are still open. */
   waitingRunId?: string;
+}
+
+/**
+ * What names a thread. A thread id is the caller's choice (AG-UI honours it), so it is unique only
+ * within its tenant: two tenants' "t1" are two threads. A `Run` names its thread this way too.
+ */
+export type ThreadRef = Pick<Thread, 'tenant' | 'threadId'>;
+
+/**
+ * One string for a thread across tenants, for store keys and thread-queue message groups: the
+ * tenant URI-encoded (so it holds no "/"), a "/", then the thread id.
+ */
+export function threadKey(thread: ThreadRef): string {
+  return `${encodeURIComponent(thread.tenant)}/${thread.threadId}`;
 }
 
 /** One AG-UI event of a run, as stored: `seq` is 1, 2, … per run. */

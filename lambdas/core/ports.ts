@@ -1,31 +1,43 @@
 import type { RunAgentInput } from '@ag-ui/core';
-import type { Agent, AskState, MessageClaim, PushConfig, Run, RunStatus, StoredEvent, Thread } from './model.js';
+import type { Agent, AskState, MessageClaim, PushConfig, Run, RunStatus, StoredEvent, Thread, ThreadRef } from './model.js';
 
 /**
  * The record: threads, runs (with their asks), agents and run_events. Every status change is a
  * single-item conditional write, so of two writers exactly one wins and the loser changes nothing.
  */
 export interface RunStore {
-  getThread(threadId: string): Promise<Thread | undefined>;
-  /** Creates the thread unless one with that id exists; false when it did. */
+  /** A thread is named by its tenant and its id (see `ThreadRef`); a `Run` names its own thread. */
+  getThread(thread: ThreadRef): Promise<Thread | undefined>;
+  /** Creates the thread unless the tenant has one with that id; false when it did. */
   createThread(thread: Thread): Promise<boolean>;
   /**
    * Takes the thread's next arrival number and one of its places (a place is held by each run
    * not yet settled: queued or running). With a `limit`, only while fewer than `limit` places are
    * held; undefined when the thread is full (nothing written).
    */
-  reserveArrival(threadId: string, limit: number | undefined): Promise<number | undefined>;
+  reserveArrival(thread: ThreadRef, limit: number | undefined): Promise<number | undefined>;
   /** Gives back a place (its run settled); never below zero. */
-  releasePlace(threadId: string): Promise<void>;
+  releasePlace(thread: ThreadRef): Promise<void>;
   /** Recovery: sets the places held to what the run records say. */
-  setUnsettled(threadId: string, unsettled: number): Promise<void>;
-  setWaitingRun(threadId: string, runId: string): Promise<void>;
+  setUnsettled(thread: ThreadRef, unsettled: number): Promise<void>;
+  setWaitingRun(thread: ThreadRef, runId: string): Promise<void>;
+
+  /**
+   * Admits one run of a tenant against its limits, in one conditional write on the tenant's item:
+   * a count per `window` (a clock minute) below `runsPerWindow`, and places (one per unsettled run)
+   * below `places`. A limit left out is not applied (nor counted). Nothing is written when refused.
+   */
+  admitTenantRun(tenant: string, limits: TenantLimits): Promise<TenantAdmission>;
+  /** Gives back one of the tenant's places (its run settled, or was refused after admission); never below zero. */
+  releaseTenantPlace(tenant: string): Promise<void>;
+  /** Recovery: sets every tenant's places to the count given, 0 for a tenant not named. */
+  setTenantPlaces(places: ReadonlyMap<string, number>): Promise<void>;
 
   /** Creates the run unless one with that id exists; false when it did. */
   createRun(run: Run): Promise<boolean>;
   getRun(runId: string): Promise<Run | undefined>;
   /** The thread's runs in arrival order. */
-  listThreadRuns(threadId: string): Promise<Run[]>;
+  listThreadRuns(thread: ThreadRef): Promise<Run[]>;
   /** Every run in a status (recovery on one machine; a scan). */
   listRunsByStatus(status: RunStatus): Promise<Run[]>;
   /** A page of root runs (task ids) of a tenant, newest first. */
@@ -70,9 +82,19 @@ export interface RunStore {
   releaseMessage(claim: MessageClaim): Promise<void>;
 }
 
+export interface TenantLimits {
+  /** The clock minute (epoch ms / 60 000) the run arrives in. */
+  window: number;
+  runsPerWindow?: number;
+  places?: number;
+}
+
+export type TenantAdmission = 'admitted' | 'rate_limited' | 'places_full';
+
 /**
  * The inbound gap: one FIFO per thread. A run's message is delivered only after the thread's
- * previous run settled (its dispatch returned).
+ * previous run settled (its dispatch returned). A message's `threadId` is its thread's
+ * `threadKey`, so two tenants' threads of the same id are two FIFOs.
  */
 export interface ThreadQueue {
   enqueue(message: { threadId: string; runId: string }): Promise<void>;

@@ -1,6 +1,6 @@
 import type { CoreDeps } from './deps.js';
 import { settleAbandoned } from './dispatch-run.js';
-import type { Run } from './model.js';
+import { threadKey, type Run } from './model.js';
 import { earliestExpiry } from './outcome.js';
 
 export interface Recovery {
@@ -11,8 +11,8 @@ export interface Recovery {
 
 /**
  * Start-up on one machine: runs left running by a process that died are failed
- * `orphaned_by_restart`; queued runs are queued again in arrival order; the threads' place
- * counts are set from the runs; waiting runs get their ask timers back.
+ * `orphaned_by_restart`; queued runs are queued again in arrival order; the threads' and the
+ * tenants' place counts are set from the runs; waiting runs get their ask timers back.
  */
 export async function recover(deps: CoreDeps): Promise<Recovery> {
   const { store } = deps;
@@ -22,11 +22,17 @@ export async function recover(deps: CoreDeps): Promise<Recovery> {
   }
 
   const queued = (await store.listRunsByStatus('queued')).sort(byArrival);
-  const perThread = new Map<string, number>();
-  for (const run of orphans) perThread.set(run.threadId, 0);
-  for (const run of queued) perThread.set(run.threadId, (perThread.get(run.threadId) ?? 0) + 1);
-  for (const [threadId, count] of perThread) await store.setUnsettled(threadId, count);
-  for (const run of queued) await deps.queue.enqueue({ threadId: run.threadId, runId: run.runId });
+  const perThread = new Map<string, { thread: Run; count: number }>();
+  for (const run of orphans) perThread.set(threadKey(run), { thread: run, count: 0 });
+  for (const run of queued) {
+    const entry = perThread.get(threadKey(run)) ?? { thread: run, count: 0 };
+    perThread.set(threadKey(run), { ...entry, count: entry.count + 1 });
+  }
+  for (const { thread, count } of perThread.values()) await store.setUnsettled(thread, count);
+  const perTenant = new Map<string, number>();
+  for (const run of queued) if (run.tenantPlace) perTenant.set(run.tenant, (perTenant.get(run.tenant) ?? 0) + 1);
+  await store.setTenantPlaces(perTenant);
+  for (const run of queued) await deps.queue.enqueue({ threadId: threadKey(run), runId: run.runId });
 
   let rearmed = 0;
   for (const run of await store.listRunsByStatus('completed')) {

@@ -2,11 +2,12 @@ import type { RunAgentInput } from '@ag-ui/core';
 import { matchAnswer, namedAsks, type AskClosing } from './answers.js';
 import { isoNow, type CoreDeps } from './deps.js';
 import { ok, refuse, type Result } from './errors.js';
-import type { DoorName, Principal, Run, Thread } from './model.js';
+import { threadKey, type Agent, type DoorName, type Principal, type Run, type Thread } from './model.js';
 import { openAsks } from './outcome.js';
 import { callerInput, sameInput } from './run-input.js';
 import { expireOpenAsks } from './expire-asks.js';
 import { addressedRunIdOf } from './interjection.js';
+import { admitRun, withdraw } from './tenant-limits.js';
 
 export interface StartRunRequest {
   agentId: string;
@@ -36,14 +37,17 @@ export async function startRun(deps: CoreDeps, request: StartRunRequest): Promis
   if (existing) return attach(existing, request, input);
   if (agent.status === 'disabled') return refuse('agent_disabled', `agent "${request.agentId}" is disabled: it takes no new runs`);
 
-  const thread = await openThread(deps, request, input.threadId);
-  if (!thread.ok) return thread;
-
-  const waiting = thread.value.waitingRunId ? await store.getRun(thread.value.waitingRunId) : undefined;
+  const ref = { tenant: request.principal.tenant, threadId: input.threadId };
+  const thread = await store.getThread(ref);
+  if (thread && thread.agentId !== request.agentId) {
+    return refuse('thread_agent_mismatch', `thread "${input.threadId}" belongs to agent "${thread.agentId}"`);
+  }
+  const waiting = thread?.waitingRunId ? await store.getRun(thread.waitingRunId) : undefined;
   const open = openAsks(waiting);
   const named = waiting ? namedAsks(input, Object.values(waiting.asks ?? {})) : [];
   const resumes = (input.resume ?? []).length > 0;
 
+  // Refusals that need no write come first, so a refused request leaves nothing behind (not even a thread).
   if (resumes && open.length === 0) {
     if (named.some((ask) => ask.state === 'expired')) {
       return refuse('interrupt_expired', 'the interrupt this input answers has expired');
@@ -57,13 +61,42 @@ export async function startRun(deps: CoreDeps, request: StartRunRequest): Promis
       await expireOpenAsks(deps, waiting);
       return refuse('interrupt_expired', `the interrupt expired at ${lapsed[0].expiresAt}`);
     }
+  }
+
+  const admission = await admitRun(deps, request.principal.tenant);
+  if (!admission.ok) return admission;
+  const admitted: AdmittedRequest = { ...request, tenantPlace: admission.value.place };
+  const started = await startAdmitted(deps, admitted, input, agent, thread, waiting);
+  if (!started.ok || started.value.attached) await withdraw(deps, admission.value);
+  return started;
+}
+
+/** A request past its tenant's limits; its run records whether it holds one of the tenant's places. */
+interface AdmittedRequest extends StartRunRequest {
+  tenantPlace: boolean;
+}
+
+async function startAdmitted(
+  deps: CoreDeps,
+  request: AdmittedRequest,
+  input: RunAgentInput,
+  agent: Agent,
+  found: Thread | undefined,
+  waiting: Run | undefined,
+): Promise<Result<StartedRun>> {
+  const { store } = deps;
+  const thread = found ? ok(found) : await openThread(deps, request, input.threadId);
+  if (!thread.ok) return thread;
+  const open = openAsks(waiting);
+  if (waiting && open.length > 0) {
     const match = matchAnswer(input, open, input.runId);
     if (match.kind === 'answer') return answer(deps, request, input, waiting, match.closing);
   }
   const addressed = agent.takesInterjections ? addressedRunIdOf(input) : undefined;
   if (addressed !== undefined) {
     const target = await store.getRun(addressed);
-    if (target?.threadId === input.threadId && target.status === 'running') {
+    // The running run of this thread: another tenant's run of a thread with the same id is not it.
+    if (target?.tenant === request.principal.tenant && target.threadId === input.threadId && target.status === 'running') {
       return interject(deps, request, input, target);
     }
   }
@@ -81,25 +114,20 @@ function attach(existing: Run, request: StartRunRequest, input: RunAgentInput): 
   return ok({ run: existing, attached: true });
 }
 
+/** A thread the tenant does not have yet: created on first use, bound to the agent. */
 async function openThread(deps: CoreDeps, request: StartRunRequest, threadId: string): Promise<Result<Thread>> {
   const { store } = deps;
-  let thread = await store.getThread(threadId);
-  if (!thread) {
-    const fresh: Thread = {
-      threadId,
-      agentId: request.agentId,
-      tenant: request.principal.tenant,
-      createdAt: isoNow(deps),
-      unsettled: 0,
-      arrivals: 0,
-    };
-    // Two first messages may race to create the thread; the loser reads the winner's.
-    thread = (await store.createThread(fresh)) ? fresh : await store.getThread(threadId);
-    if (!thread) return refuse('thread_not_found', `thread "${threadId}" could not be opened`);
-  }
-  if (thread.tenant !== request.principal.tenant) {
-    return refuse('thread_not_found', `no thread "${threadId}"`);
-  }
+  const fresh: Thread = {
+    threadId,
+    agentId: request.agentId,
+    tenant: request.principal.tenant,
+    createdAt: isoNow(deps),
+    unsettled: 0,
+    arrivals: 0,
+  };
+  // Two first messages may race to create the thread; the loser reads the winner's.
+  const thread = (await store.createThread(fresh)) ? fresh : await store.getThread(fresh);
+  if (!thread) return refuse('thread_not_found', `thread "${threadId}" could not be opened`);
   if (thread.agentId !== request.agentId) {
     return refuse('thread_agent_mismatch', `thread "${threadId}" belongs to agent "${thread.agentId}"`);
   }
@@ -108,7 +136,7 @@ async function openThread(deps: CoreDeps, request: StartRunRequest, threadId: st
 
 async function answer(
   deps: CoreDeps,
-  request: StartRunRequest,
+  request: AdmittedRequest,
   input: RunAgentInput,
   waiting: Run,
   closing: AskClosing,
@@ -124,29 +152,29 @@ async function answer(
     return refuse('no_open_ask', 'the asks this input answers were already answered or closed');
   }
   await deps.timer.disarm(waiting.runId);
-  const arrival = await store.reserveArrival(input.threadId, undefined);
+  const arrival = await store.reserveArrival(waiting, undefined);
   return accept(deps, request, input, arrival ?? 0, { parentRunId: waiting.runId, rootRunId: waiting.rootRunId });
 }
 
 /** Dispatched at once beside the running run it names; it takes a place but does not wait for one. */
 async function interject(
   deps: CoreDeps,
-  request: StartRunRequest,
+  request: AdmittedRequest,
   input: RunAgentInput,
   target: Run,
 ): Promise<Result<StartedRun>> {
-  const arrival = await deps.store.reserveArrival(input.threadId, undefined);
+  const arrival = await deps.store.reserveArrival(target, undefined);
   return accept(deps, request, input, arrival ?? 0, { rootRunId: input.runId, addressedRunId: target.runId });
 }
 
 async function enqueueOrdinary(
   deps: CoreDeps,
-  request: StartRunRequest,
+  request: AdmittedRequest,
   input: RunAgentInput,
   thread: Thread,
 ): Promise<Result<StartedRun>> {
   // Places count runs not yet settled, so a thread holds one running run plus `threadQueueLimit` queued.
-  const arrival = await deps.store.reserveArrival(thread.threadId, deps.settings.threadQueueLimit + 1);
+  const arrival = await deps.store.reserveArrival(thread, deps.settings.threadQueueLimit + 1);
   if (arrival === undefined) {
     return refuse(
       'thread_queue_full',
@@ -158,7 +186,7 @@ async function enqueueOrdinary(
 
 async function accept(
   deps: CoreDeps,
-  request: StartRunRequest,
+  request: AdmittedRequest,
   input: RunAgentInput,
   arrival: number,
   lineage: { parentRunId?: string; rootRunId: string; addressedRunId?: string },
@@ -178,13 +206,15 @@ async function accept(
   };
   if (lineage.parentRunId !== undefined) run.parentRunId = lineage.parentRunId;
   if (lineage.addressedRunId !== undefined) run.addressedRunId = lineage.addressedRunId;
+  if (request.tenantPlace) run.tenantPlace = true;
   if (!(await deps.store.createRun(run))) {
-    // The same runId raced in; give back the place and answer as a repeat would.
-    await deps.store.releasePlace(input.threadId);
+    // The same runId raced in; give back the thread's place and answer as a repeat would (the
+    // tenant's place goes back with the admission).
+    await deps.store.releasePlace(run);
     const existing = await deps.store.getRun(input.runId);
     return existing ? attach(existing, request, input) : refuse('run_id_conflict', `runId "${input.runId}" is taken`);
   }
-  const message = { threadId: run.threadId, runId: run.runId };
+  const message = { threadId: threadKey(run), runId: run.runId };
   await (run.addressedRunId === undefined ? deps.queue.enqueue(message) : deps.queue.dispatchBeside(message));
   return ok({ run, attached: false });
 }

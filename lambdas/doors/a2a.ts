@@ -22,10 +22,10 @@ import { createTasks, type A2aSettings, type Tasks } from '../core/a2a/tasks.js'
 import type { Gateway } from '../core/gateway.js';
 import type { Agent, Principal } from '../core/model.js';
 import type { PushSender } from '../core/ports.js';
-import { PARSE_ERROR, restError, ThreadQueueFullError } from './a2a/errors.js';
+import { PARSE_ERROR, restError, TryLaterError } from './a2a/errors.js';
 import { agentCard, legacyAgentCard } from './a2a/card.js';
 import { AgentRequestHandler } from './a2a/handler.js';
-import { errorResponse, QUEUE_FULL_RETRY_AFTER_SECONDS } from './http-errors.js';
+import { errorResponse, RETRY_AFTER_SECONDS } from './http-errors.js';
 import { eventStream, SSE_HEADERS, type SseOptions } from './sse.js';
 
 type Env = { Variables: { principal: Principal } };
@@ -110,7 +110,7 @@ export function a2aDoor(gateway: Gateway, sse: SseOptions, options: A2aDoorOptio
     const answer = await transport.handle(body as Record<string, unknown>, context);
     if (!isAsyncIterable(answer)) {
       stop.abort();
-      return rpcResponse(c, answer as RpcResponse, options.onError);
+      return rpcResponse(c, answer as RpcResponse, handler.retryAfterSeconds, options.onError);
     }
     const iterator = answer[Symbol.asyncIterator]();
     let first: IteratorResult<unknown>;
@@ -119,7 +119,7 @@ export function a2aDoor(gateway: Gateway, sse: SseOptions, options: A2aDoorOptio
       first = await iterator.next();
     } catch (error) {
       stop.abort();
-      return rpcResponse(c, { jsonrpc: '2.0', id, error: mapError(error) as RpcResponse['error'] }, options.onError);
+      return rpcResponse(c, { jsonrpc: '2.0', id, error: mapError(error) as RpcResponse['error'] }, handler.retryAfterSeconds, options.onError);
     }
     const events = eventStream(
       (signal) => {
@@ -138,10 +138,10 @@ export function a2aDoor(gateway: Gateway, sse: SseOptions, options: A2aDoorOptio
 
 type RpcResponse = { jsonrpc: string; id: string | number | null; result?: unknown; error?: { code: number; message: string } };
 
-/** A JSON-RPC answer: 200 as the binding has it, but 429 with Retry-After for a full queue. */
-function rpcResponse(c: Context, response: RpcResponse, onError?: (error: unknown) => void): Response {
-  if (response.error?.code === ThreadQueueFullError.CODE) {
-    c.header('Retry-After', String(QUEUE_FULL_RETRY_AFTER_SECONDS));
+/** A JSON-RPC answer: 200 as the binding has it, but 429 with Retry-After for back-pressure. */
+function rpcResponse(c: Context, response: RpcResponse, retryAfterSeconds: number | undefined, onError?: (error: unknown) => void): Response {
+  if (response.error?.code === TryLaterError.CODE) {
+    c.header('Retry-After', String(retryAfterSeconds ?? RETRY_AFTER_SECONDS));
     return c.json(response, 429);
   }
   if (response.error?.code === A2A_ERROR_CODE.INTERNAL_ERROR) onError?.(new Error(`A2A internal error: ${response.error.message}`));

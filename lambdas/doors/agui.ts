@@ -26,7 +26,7 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
       door: 'agui',
       principal: c.get('principal'),
     });
-    if (!started.ok) return errorResponse(c, started.code, started.message);
+    if (!started.ok) return errorResponse(c, started.code, started.message, started.retryAfterSeconds);
     const { run } = started.value;
     return c.body(sseStream((signal) => gateway.followRun(run.runId, 0, signal), sse), 200, {
       ...SSE_HEADERS,

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Gateway } from '../core/gateway.js';
-import type { Principal } from '../core/model.js';
+import { ANONYMOUS, type Principal } from '../core/model.js';
 import { a2aDoor, type A2aDoorOptions } from './a2a.js';
 import { adminDoor, type AdminOptions } from './admin.js';
 import { isEnabled, rosterEntry } from './agent-definition.js';
@@ -24,6 +24,8 @@ export interface AppOptions {
   onError?: (error: unknown) => void;
 }
 
+const AGENT_CARD = /^\/a2a\/[^/]+\/\.well-known\/agent-card\.json$/;
+
 /** Every door as one Hono app, written once and served by @hono/node-server or hono/aws-lambda. */
 export function createApp(options: AppOptions) {
   const { gateway } = options;
@@ -44,14 +46,18 @@ export function createApp(options: AppOptions) {
   );
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
-    await gateway.deps.store.getThread('readyz');
+    await gateway.deps.store.getAgent('readyz');
     return c.json({ status: 'ready' });
   });
   // Before the callers' principal: the admin routes have a credential of their own.
   if (options.admin) app.route('/admin', adminDoor(gateway, options.admin));
   app.use('*', async (c, next) => {
-    const principal = await resolve(c);
-    if (!principal) return errorResponse(c, 'unauthorized', 'a valid credential is required');
+    // The agent card names no task and tells a caller which credential to bring (A2A discovery).
+    const principal = c.req.method === 'GET' && AGENT_CARD.test(c.req.path) ? ANONYMOUS : await resolve(c);
+    if (!principal) {
+      c.header('WWW-Authenticate', 'Bearer realm="funduq"');
+      return errorResponse(c, 'unauthorized', 'a valid credential is required');
+    }
     c.set('principal', principal);
     await next();
   });

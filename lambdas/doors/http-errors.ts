@@ -19,14 +19,20 @@ const STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   interrupt_expired: 410,
   content_type_not_supported: 415,
   thread_queue_full: 429,
+  tenant_rate_limited: 429,
+  tenant_concurrency_limited: 429,
 };
 
-/** How long a caller refused by a full thread queue should wait before trying again. */
-export const QUEUE_FULL_RETRY_AFTER_SECONDS = 2;
+/**
+ * How long a caller refused for back-pressure should wait before trying again, when the refusal
+ * does not say (a full thread queue or a tenant's unsettled runs: a place frees when a run settles).
+ */
+export const RETRY_AFTER_SECONDS = 2;
 
 export type DoorErrorCode = RefusalCode | 'not_found' | 'payload_too_large' | 'unauthorized' | 'internal_error';
 
-export function errorResponse(c: Context, code: DoorErrorCode, message: string): Response {
+/** A 429 carries `Retry-After`: the refusal's own (a tenant's next minute) or `RETRY_AFTER_SECONDS`. */
+export function errorResponse(c: Context, code: DoorErrorCode, message: string, retryAfterSeconds?: number): Response {
   const status: ContentfulStatusCode =
     code in STATUS
       ? STATUS[code as RefusalCode]
@@ -37,6 +43,6 @@ export function errorResponse(c: Context, code: DoorErrorCode, message: string):
           : code === 'unauthorized'
             ? 401
             : 500;
-  if (code === 'thread_queue_full') c.header('Retry-After', String(QUEUE_FULL_RETRY_AFTER_SECONDS));
+  if (status === 429) c.header('Retry-After', String(retryAfterSeconds ?? RETRY_AFTER_SECONDS));
   return c.json({ error: { code, message } }, status);
 }

@@ -11,4 +11,11 @@ export const ENV = {
   adminTokenSecretArn: 'FUNDUQ_ADMIN_TOKEN_SECRET_ARN',
   /** How API Gateway authenticates callers (`none` | `apiKey` | `jwt`): the doors take the principal from it. */
   apiAuth: 'FUNDUQ_API_AUTH',
+  /**
+   * The base URL callers reach the doors at (the custom domain, or the stage's URL): agent cards
+   * name their endpoints by it, since a request reaching the function no longer carries the stage.
+   */
+  publicUrl: 'FUNDUQ_PUBLIC_URL',
+  /** The dispatcher function's name: the doors invoke it asynchronously for interjections. */
+  dispatcherFunction: 'FUNDUQ_DISPATCHER_FUNCTION',
 } as const;

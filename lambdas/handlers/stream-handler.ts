@@ -1,12 +1,15 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as StreamAttributeValue, Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { RUNS_TABLE } from '../adapters/aws/dynamodb/tables.js';
+import { HttpPushSender, type PushSenderSettings } from '../adapters/http/push-sender.js';
+import { RUN_EVENTS_TABLE, RUNS_TABLE, type TableNames } from '../adapters/aws/dynamodb/tables.js';
+import { pushForChange } from '../core/a2a/push.js';
 import type { Run } from '../core/model.js';
-import { ENV } from './environment.js';
+import type { Clock, RunChange, RunStore } from '../core/ports.js';
 import { logger, metrics, publishMetrics } from './powertools.js';
-import type { Environment } from './wiring.js';
+import { InvocationPushSender, OutOfTime, PUSH_SENDER_SETTINGS } from './push-delivery.js';
+import { createStore, tableNames, type Clients, type Environment } from './wiring.js';
 
 /** Attributes the runs table holds for its keys, indexes and expiry, not for the run. */
 const TABLE_ATTRIBUTES: readonly string[] = [
@@ -18,48 +21,108 @@ const TABLE_ATTRIBUTES: readonly string[] = [
 ];
 
 /**
- * A run's record changed (a status, its asks). This is where push notifications will be sent
- * when the A2A door lands (its push configs live in the runs table); until then the change is
- * logged and counted.
+ * One run's part of a batch: its latest record from the runs table (a status change), or its new
+ * events from run_events. `from` is the sequence number of the first record it was made of.
  */
-export async function deliverRunChange(run: Run): Promise<void> {
-  logger.info('run changed', { runId: run.runId, threadId: run.threadId, status: run.status });
-  const metric = metrics.singleMetric();
-  metric.addDimension('status', run.status);
-  metric.addMetric('RunChanges', MetricUnit.Count, 1);
+export type RecordedChange =
+  | { kind: 'status'; runId: string; run: Run; from: string }
+  | { kind: 'events'; runId: string; seqs: number[]; from: string };
+
+export interface StreamHandlerOptions {
+  env: Environment;
+  clients?: Partial<Pick<Clients, 'dynamodb'>>;
+  /** Over `PUSH_SENDER_SETTINGS`: tests allow their loopback receiver and shorten the backoff. */
+  push?: Partial<PushSenderSettings>;
+  clock?: Clock;
 }
 
 /**
- * The record's changes from both tables' streams (new images). A record that fails is reported
- * back by its sequence number, so the batch is retried from there (and bisected) rather than
- * from its start.
+ * The record's changes from both tables' streams (new images), turned into A2A push notifications
+ * by the core (`pushForChange`), one call per run and kind in each batch. A receiver that fails is
+ * the core's to note (a dead letter on its config); a change that could not be handled (the store
+ * failed, or its notifications could outlast the invocation) is reported back by the sequence
+ * number of its first record, and the batch is retried from there (then bisected, then parked).
  */
-export function createStreamHandler(options: { env: Environment }) {
-  const runsTable = options.env[ENV.runsTable];
+export function createStreamHandler(options: StreamHandlerOptions) {
+  const store = createStore(options);
+  const clock = options.clock ?? { now: () => Date.now() };
+  const tables = tableNames(options.env);
+  const settings = { ...PUSH_SENDER_SETTINGS, ...options.push };
+  const sender = new HttpPushSender(settings);
   return async (event: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
     if (context) logger.addContext(context);
+    const invocation = new InvocationPushSender(sender, settings, () => context?.getRemainingTimeInMillis() ?? Number.POSITIVE_INFINITY);
     const batchItemFailures: DynamoDBBatchResponse['batchItemFailures'] = [];
     try {
-      for (const record of event.Records) {
+      for (const recorded of changesIn(event.Records, tables)) {
         try {
-          if (tableOf(record) === runsTable) {
-            const run = runOf(record);
-            if (run) await deliverRunChange(run);
-          } else if (record.eventName === 'INSERT') {
-            metrics.addMetric('EventsStored', MetricUnit.Count, 1);
-          }
+          await pushForChange({ store, clock }, invocation, await runChange(store, recorded));
         } catch (error) {
-          logger.error('a change of the record was not handled', { error: error as Error, eventID: record.eventID });
-          const sequenceNumber = record.dynamodb?.SequenceNumber;
-          if (sequenceNumber) batchItemFailures.push({ itemIdentifier: sequenceNumber });
+          // Running out of time is expected under a slow receiver; anything else is a fault.
+          const log = error instanceof OutOfTime ? logger.warn.bind(logger) : logger.error.bind(logger);
+          log('a change of the record was not handled; the batch is retried from it', {
+            error: error as Error,
+            runId: recorded.runId,
+            kind: recorded.kind,
+            sequenceNumber: recorded.from,
+          });
+          metrics.addMetric('ChangesReportedBack', MetricUnit.Count, 1);
+          // The lowest reported sequence number is where Lambda resumes: what follows is retried anyway.
+          batchItemFailures.push({ itemIdentifier: recorded.from });
           break;
         }
       }
+      if (invocation.delivered > 0) metrics.addMetric('PushesDelivered', MetricUnit.Count, invocation.delivered);
+      if (invocation.undelivered > 0) metrics.addMetric('PushesDeadLettered', MetricUnit.Count, invocation.undelivered);
     } finally {
       publishMetrics();
     }
     return { batchItemFailures };
   };
+}
+
+/**
+ * A batch's records as changes, one per run and kind, in the order of their first records. A run's
+ * status records collapse into its latest: a push says the task's state as the record has it now.
+ * The runs table's other items (threads, agents, push configs, message claims) are nobody's news.
+ */
+export function changesIn(records: readonly DynamoDBRecord[], tables: TableNames): RecordedChange[] {
+  const changes = new Map<string, RecordedChange>();
+  for (const record of records) {
+    // Never absent on a stream record; an empty identifier would fail the whole batch (Lambda's rule).
+    const from = record.dynamodb?.SequenceNumber ?? '';
+    const table = tableOf(record);
+    if (table === tables.runs) {
+      const run = runOf(record);
+      if (!run) continue;
+      const key = `status ${run.runId}`;
+      const earlier = changes.get(key);
+      changes.set(key, { kind: 'status', runId: run.runId, run, from: earlier?.from ?? from });
+    } else if (table === tables.runEvents && record.eventName === 'INSERT') {
+      const keys = record.dynamodb?.Keys;
+      const runId = keys?.[RUN_EVENTS_TABLE.partitionKey]?.S;
+      const seq = Number(keys?.[RUN_EVENTS_TABLE.sortKey]?.N);
+      if (runId === undefined || !Number.isInteger(seq)) continue;
+      const key = `events ${runId}`;
+      const earlier = changes.get(key);
+      if (earlier?.kind === 'events') earlier.seqs.push(seq);
+      else changes.set(key, { kind: 'events', runId, seqs: [seq], from });
+    }
+  }
+  return [...changes.values()];
+}
+
+/**
+ * The change as the core's change feed says it. Events are read back through the store rather than
+ * decoded from the stream image: how an event is kept in its item is the store adapter's business.
+ */
+async function runChange(store: RunStore, recorded: RecordedChange): Promise<RunChange> {
+  if (recorded.kind === 'status') return { kind: 'status', runId: recorded.runId, run: recorded.run };
+  const wanted = new Set(recorded.seqs);
+  const first = Math.min(...recorded.seqs);
+  const last = Math.max(...recorded.seqs);
+  const events = await store.readEvents(recorded.runId, first - 1, last - first + 1);
+  return { kind: 'events', runId: recorded.runId, events: events.filter((stored) => wanted.has(stored.seq)) };
 }
 
 /** arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<label> */
@@ -68,8 +131,8 @@ function tableOf(record: DynamoDBRecord): string | undefined {
 }
 
 /**
- * The run in a runs-table record, or undefined for the table's other items (threads, agents) and
- * for removals. Told apart by shape, so this does not depend on the store's key layout.
+ * The run in a runs-table record, or undefined for the table's other items and for removals. Told
+ * apart by shape, so this does not depend on the store's key layout.
  */
 function runOf(record: DynamoDBRecord): Run | undefined {
   const image = record.dynamodb?.NewImage;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { Hono, type Context } from 'hono';
@@ -10,6 +11,8 @@ import { createApp } from '../doors/app.js';
 import { errorResponse } from '../doors/http-errors.js';
 import type { PrincipalResolver } from '../doors/principal.js';
 import { DynamoRunStore } from '../adapters/aws/dynamodb/run-store.js';
+import type { TableNames } from '../adapters/aws/dynamodb/tables.js';
+import { HttpPushSender, type PushSenderSettings } from '../adapters/http/push-sender.js';
 import { PollingChangeFeed } from '../adapters/aws/polling-change-feed.js';
 import { SqsThreadQueue } from '../adapters/aws/sqs-thread-queue.js';
 import { StepFunctionsAskTimer } from '../adapters/aws/step-functions-ask-timer.js';
@@ -17,6 +20,7 @@ import { AgUiHttpProvider } from '../providers/agui-http.js';
 import { DemoProvider } from '../providers/demo.js';
 import { ENV } from './environment.js';
 import { logger, tracer } from './powertools.js';
+import { PUSH_SENDER_SETTINGS } from './push-delivery.js';
 
 export type Environment = Record<string, string | undefined>;
 
@@ -24,6 +28,7 @@ export interface Clients {
   dynamodb: DynamoDBClient;
   sqs: SQSClient;
   sfn: SFNClient;
+  lambda: LambdaClient;
 }
 
 export interface WiringOptions {
@@ -50,16 +55,19 @@ export function createWiring(options: WiringOptions): { gateway: Gateway } {
   const { env } = options;
   const clock = options.clock ?? { now: () => Date.now() };
   const ids = options.ids ?? { newId: () => randomUUID() };
-  const dynamodb = options.clients?.dynamodb ?? tracer.captureAWSv3Client(new DynamoDBClient({}));
-  const store = new DynamoRunStore({
-    client: dynamodb,
-    tables: { runs: required(env, ENV.runsTable), runEvents: required(env, ENV.runEventsTable) },
-  });
+  const store = createStore(options);
   const gateway = createGateway({
     store,
     queue: new SqsThreadQueue({
       client: options.clients?.sqs ?? tracer.captureAWSv3Client(new SQSClient({})),
       queueUrl: required(env, ENV.threadQueueUrl),
+      // Only the doors accept interjections; the other functions are not given the dispatcher.
+      beside: env[ENV.dispatcherFunction]
+        ? {
+            client: options.clients?.lambda ?? tracer.captureAWSv3Client(new LambdaClient({})),
+            functionName: env[ENV.dispatcherFunction]!,
+          }
+        : undefined,
     }),
     timer:
       options.timer ??
@@ -81,15 +89,39 @@ export function createWiring(options: WiringOptions): { gateway: Gateway } {
   return { gateway };
 }
 
+/** The record's tables, as the stack named them. */
+export function tableNames(env: Environment): TableNames {
+  return { runs: required(env, ENV.runsTable), runEvents: required(env, ENV.runEventsTable) };
+}
+
+/** The record on DynamoDB. */
+export function createStore(options: Pick<WiringOptions, 'env' | 'clients'>): DynamoRunStore {
+  return new DynamoRunStore({
+    client: options.clients?.dynamodb ?? tracer.captureAWSv3Client(new DynamoDBClient({})),
+    tables: tableNames(options.env),
+  });
+}
+
+/**
+ * The routes API Gateway serves without a credential, which therefore arrive with no principal: the
+ * agent card, how a caller learns which credential to bring (A2A discovery). It names no task.
+ */
+const PUBLIC_ROUTE = /^\/a2a\/[^/]+\/\.well-known\/agent-card\.json$/;
+
 /**
  * Who is asking, from what API Gateway established before the request reached the door: the API
- * key (each key is a tenant of its own) or the JWT's subject. `none` serves everyone as anonymous.
+ * key (each key is a tenant of its own) or the JWT's subject, in the tenant its tenant claim names
+ * (FUNDUQ_JWT_TENANT_CLAIM). `none` serves everyone as anonymous.
  */
 export function principalResolver(env: Environment): PrincipalResolver {
   const mode = env[ENV.apiAuth] ?? 'none';
+  // The JWT claim that names the caller's tenant (a Cognito attribute: `custom:tenant`); unset, each
+  // subject is a tenant of its own.
+  const tenantClaim = env.FUNDUQ_JWT_TENANT_CLAIM || undefined;
   return (c: Context) => {
     const context = (c.env as { requestContext?: ApiGatewayContext } | undefined)?.requestContext;
     if (mode === 'none') return ANONYMOUS;
+    if (c.req.method === 'GET' && PUBLIC_ROUTE.test(c.req.path)) return ANONYMOUS;
     if (mode === 'apiKey') {
       const key = context?.identity?.apiKeyId;
       return key ? principal(`apikey:${key}`) : undefined;
@@ -97,7 +129,11 @@ export function principalResolver(env: Environment): PrincipalResolver {
     if (mode === 'jwt') {
       const claims = context?.authorizer?.claims;
       const subject = typeof claims?.sub === 'string' ? claims.sub : undefined;
-      return subject ? principal(`jwt:${subject}`) : undefined;
+      if (!subject) return undefined;
+      if (tenantClaim === undefined) return principal(`jwt:${subject}`);
+      // A token without the claim speaks for no tenant: refused, never filed under a default one.
+      const tenant = claims?.[tenantClaim];
+      return typeof tenant === 'string' && tenant !== '' ? { id: `jwt:${subject}`, tenant } : undefined;
     }
     throw new Error(`${ENV.apiAuth} must be none, apiKey or jwt, got "${mode}"`);
   };
@@ -156,10 +192,13 @@ export const SSE_HEARTBEAT_MS = 10_000;
 export interface DoorsOptions extends WiringOptions {
   /** Reads a secret by ARN; by default through the AWS Parameters and Secrets extension. */
   readSecret?: (secretId: string) => Promise<string>;
+  /** Over `PUSH_SENDER_SETTINGS`: tests allow their loopback receiver. */
+  push?: Partial<PushSenderSettings>;
 }
 
 /**
- * The doors as one Hono app over the AWS adapters, for both door functions. The admin token is
+ * The doors as one Hono app over the AWS adapters, for both door functions. The A2A door vets push
+ * targets and announces push notifications, which the stream handler delivers. The admin token is
  * read on the first request, since the secrets extension answers only once the function is
  * invoked (never during its init); a failed read is tried again on the next request. Without a
  * token secret there are no admin routes: open ones are for a gateway on one machine only.
@@ -173,6 +212,7 @@ export function doorsApp(options: DoorsOptions) {
       gateway,
       principal: principalResolver(options.env),
       admin: secretArn ? { token: await readSecret(secretArn) } : undefined,
+      a2a: { publicUrl: options.env[ENV.publicUrl], push: new HttpPushSender({ ...PUSH_SENDER_SETTINGS, ...options.push }) },
       sse: { heartbeatMs: SSE_HEARTBEAT_MS, maxDurationMs: SSE_MAX_DURATION_MS },
       onError: (error) => logger.error('a door failed to answer', { error: error as Error }),
     });

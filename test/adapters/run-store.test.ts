@@ -18,6 +18,8 @@ function newId(prefix: string): string {
   return `${prefix}-${ids}`;
 }
 
+const GHOST = { tenant: 'acme', threadId: 'ghost' };
+
 function aThread(overrides: Partial<Thread> = {}): Thread {
   return {
     threadId: newId('thread'),
@@ -85,12 +87,12 @@ describe('DynamoRunStore: threads', () => {
     expect(await store.createThread(thread)).toBe(true);
     expect(await store.createThread({ ...thread, agentId: 'other' })).toBe(false);
 
-    expect(await store.getThread(thread.threadId)).toEqual(thread);
+    expect(await store.getThread(thread)).toEqual(thread);
   });
 
   it('reads back nothing for a thread that was never created', async () => {
     const store = await dynamo.freshStore();
-    expect(await store.getThread('nobody')).toBeUndefined();
+    expect(await store.getThread({ tenant: 'acme', threadId: 'nobody' })).toBeUndefined();
   });
 
   it('reserves exactly eight of a hundred concurrent arrivals against a limit of eight', async () => {
@@ -98,11 +100,11 @@ describe('DynamoRunStore: threads', () => {
     const thread = aThread();
     await store.createThread(thread);
 
-    const results = await Promise.all(Array.from({ length: 100 }, () => store.reserveArrival(thread.threadId, 8)));
+    const results = await Promise.all(Array.from({ length: 100 }, () => store.reserveArrival(thread, 8)));
 
     const reserved = results.filter((arrival): arrival is number => arrival !== undefined);
     expect(reserved.sort((a, b) => a - b)).toEqual(range(1, 8));
-    expect(await store.getThread(thread.threadId)).toMatchObject({ unsettled: 8, arrivals: 8 });
+    expect(await store.getThread(thread)).toMatchObject({ unsettled: 8, arrivals: 8 });
   });
 
   it('always gives an arrival number and a place when no limit applies', async () => {
@@ -110,10 +112,10 @@ describe('DynamoRunStore: threads', () => {
     const thread = aThread({ unsettled: 3 });
     await store.createThread(thread);
 
-    const results = await Promise.all(Array.from({ length: 30 }, () => store.reserveArrival(thread.threadId, undefined)));
+    const results = await Promise.all(Array.from({ length: 30 }, () => store.reserveArrival(thread, undefined)));
 
     expect([...results].sort((a, b) => a! - b!)).toEqual(range(1, 30));
-    expect(await store.getThread(thread.threadId)).toMatchObject({ unsettled: 33, arrivals: 30 });
+    expect(await store.getThread(thread)).toMatchObject({ unsettled: 33, arrivals: 30 });
   });
 
   it('refuses an arrival when the thread is full and writes nothing', async () => {
@@ -121,38 +123,38 @@ describe('DynamoRunStore: threads', () => {
     const thread = aThread({ unsettled: 2, arrivals: 5 });
     await store.createThread(thread);
 
-    expect(await store.reserveArrival(thread.threadId, 2)).toBeUndefined();
-    expect(await store.getThread(thread.threadId)).toEqual(thread);
+    expect(await store.reserveArrival(thread, 2)).toBeUndefined();
+    expect(await store.getThread(thread)).toEqual(thread);
   });
 
   it('takes no arrival for a thread that does not exist, and does not create it', async () => {
     const store = await dynamo.freshStore();
 
-    expect(await store.reserveArrival('ghost', 8)).toBeUndefined();
-    expect(await store.reserveArrival('ghost', undefined)).toBeUndefined();
-    expect(await store.getThread('ghost')).toBeUndefined();
+    expect(await store.reserveArrival(GHOST, 8)).toBeUndefined();
+    expect(await store.reserveArrival(GHOST, undefined)).toBeUndefined();
+    expect(await store.getThread(GHOST)).toBeUndefined();
   });
 
   it('gives back places but never goes below zero', async () => {
     const store = await dynamo.freshStore();
     const thread = aThread();
     await store.createThread(thread);
-    await store.reserveArrival(thread.threadId, 2);
-    await store.reserveArrival(thread.threadId, 2);
-    expect(await store.reserveArrival(thread.threadId, 2)).toBeUndefined();
+    await store.reserveArrival(thread, 2);
+    await store.reserveArrival(thread, 2);
+    expect(await store.reserveArrival(thread, 2)).toBeUndefined();
 
-    await Promise.all(Array.from({ length: 6 }, () => store.releasePlace(thread.threadId)));
+    await Promise.all(Array.from({ length: 6 }, () => store.releasePlace(thread)));
 
-    expect(await store.getThread(thread.threadId)).toMatchObject({ unsettled: 0 });
-    expect(await store.reserveArrival(thread.threadId, 2)).toBe(3);
+    expect(await store.getThread(thread)).toMatchObject({ unsettled: 0 });
+    expect(await store.reserveArrival(thread, 2)).toBe(3);
   });
 
   it('releases nothing for a thread that does not exist, and does not create it', async () => {
     const store = await dynamo.freshStore();
 
-    await store.releasePlace('ghost');
+    await store.releasePlace(GHOST);
 
-    expect(await store.getThread('ghost')).toBeUndefined();
+    expect(await store.getThread(GHOST)).toBeUndefined();
   });
 
   it('sets the places held and the waiting run of a thread', async () => {
@@ -160,19 +162,19 @@ describe('DynamoRunStore: threads', () => {
     const thread = aThread({ unsettled: 5 });
     await store.createThread(thread);
 
-    await store.setUnsettled(thread.threadId, 2);
-    await store.setWaitingRun(thread.threadId, 'run-9');
+    await store.setUnsettled(thread, 2);
+    await store.setWaitingRun(thread, 'run-9');
 
-    expect(await store.getThread(thread.threadId)).toEqual({ ...thread, unsettled: 2, waitingRunId: 'run-9' });
+    expect(await store.getThread(thread)).toEqual({ ...thread, unsettled: 2, waitingRunId: 'run-9' });
   });
 
   it('does not create a thread by setting its places or waiting run', async () => {
     const store = await dynamo.freshStore();
 
-    await store.setUnsettled('ghost', 2);
-    await store.setWaitingRun('ghost', 'run-9');
+    await store.setUnsettled(GHOST, 2);
+    await store.setWaitingRun(GHOST, 'run-9');
 
-    expect(await store.getThread('ghost')).toBeUndefined();
+    expect(await store.getThread(GHOST)).toBeUndefined();
   });
 });
 
@@ -290,7 +292,7 @@ describe('DynamoRunStore: runs', () => {
     for (const arrival of [3, 1, 4, 2]) await store.createRun(aRun({ threadId: 'thread-a', arrival }));
     await store.createRun(aRun({ threadId: 'thread-b', arrival: 1 }));
 
-    const runs = await store.listThreadRuns('thread-a');
+    const runs = await store.listThreadRuns({ tenant: 'acme', threadId: 'thread-a' });
 
     expect(runs.map((run) => [run.threadId, run.arrival])).toEqual([
       ['thread-a', 1],
@@ -298,7 +300,7 @@ describe('DynamoRunStore: runs', () => {
       ['thread-a', 3],
       ['thread-a', 4],
     ]);
-    expect(await store.listThreadRuns('thread-c')).toEqual([]);
+    expect(await store.listThreadRuns({ tenant: 'acme', threadId: 'thread-c' })).toEqual([]);
   });
 
   it('returns whole runs from the thread index', async () => {
@@ -306,7 +308,7 @@ describe('DynamoRunStore: runs', () => {
     const run = aRun({ threadId: 'thread-a' });
     await store.createRun(run);
 
-    expect(await store.listThreadRuns('thread-a')).toEqual([run]);
+    expect(await store.listThreadRuns({ tenant: 'acme', threadId: 'thread-a' })).toEqual([run]);
   });
 
   it("lists a tenant's root runs newest first, page by page, answers and other tenants left out", async () => {
@@ -727,7 +729,7 @@ describe('DynamoRunStore: usage', () => {
     expect(store.usage).toEqual({ readRequests: 0, writeRequests: 3, writeUnits: 61 });
 
     await store.readEvents('run-1', 0);
-    await store.getThread('nobody');
+    await store.getThread({ tenant: 'acme', threadId: 'nobody' });
     expect(store.usage.readRequests).toBe(2);
   });
 

@@ -82,7 +82,7 @@ describe('an interrupt', () => {
     expect(answers.filter((a) => a.ok)).toHaveLength(1);
     expect(answers.filter((a) => !a.ok && a.code === 'no_open_ask')).toHaveLength(49);
     await h.settled();
-    const children = (await h.store.listThreadRuns('thread-1')).filter((r) => r.parentRunId === 'run-1');
+    const children = (await h.store.listThreadRuns(h.thread)).filter((r) => r.parentRunId === 'run-1');
     expect(children).toHaveLength(1);
   });
 
@@ -131,7 +131,7 @@ describe('an interrupt', () => {
     interrupting(h, () => [{ id: 'i1', reason: 'confirmation' }]);
     await h.send('/ask');
     await h.settled();
-    await h.store.reserveArrival('thread-1', 1);
+    await h.store.reserveArrival(h.thread, 1);
     expect(await h.send('ordinary')).toMatchObject({ ok: false, code: 'thread_queue_full' });
     expect((await h.send('yes', { resume: [resolved('i1')] })).ok).toBe(true);
     await h.settled();

@@ -24,7 +24,7 @@ describe('cancel', () => {
       { type: 'RUN_STARTED', threadId: 'thread-1', runId: 'run-2' },
       { type: 'RUN_FINISHED', threadId: 'thread-1', runId: 'run-2', outcome: { type: 'cancelled' } },
     ]);
-    expect((await h.store.getThread('thread-1'))?.unsettled).toBe(0);
+    expect((await h.store.getThread(h.thread))?.unsettled).toBe(0);
   });
 
   it('asks a running agent to stop; the run ends cancelled with its open message closed', async () => {

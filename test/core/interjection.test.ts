@@ -31,7 +31,7 @@ describe('an interjection', () => {
     expect(call?.forwardedProps).toMatchObject({ funduq: { addressedRunId: 'run-1' } });
     gate.open();
     await h.settled();
-    expect((await h.store.getThread('thread-1'))?.unsettled).toBe(0);
+    expect((await h.store.getThread(h.thread))?.unsettled).toBe(0);
   });
 
   it('is an ordinary next run when the run it names has already settled', async () => {

@@ -38,7 +38,7 @@ describe('recovery', () => {
     expect(await store.getRun('r1')).toMatchObject({ status: 'failed', reason: 'orphaned_by_restart', lastSeq: 2 });
     expect((await store.readEvents('r1', 0)).map((e) => e.event.type)).toEqual(['RUN_STARTED', 'RUN_ERROR']);
     expect(h.provider.calls.map((c) => c.runId)).toEqual(['r2', 'r3']);
-    expect((await store.getThread('thread-1'))?.unsettled).toBe(0);
+    expect((await store.getThread({ tenant: 'anonymous', threadId: 'thread-1' }))?.unsettled).toBe(0);
   });
 
   it('fails a run found running at dispatch as dispatch_lost and never runs it twice', async () => {

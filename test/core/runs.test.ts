@@ -105,7 +105,7 @@ describe('the thread queue', () => {
     const refused = results.filter((r) => !r.ok);
     expect(refused).toHaveLength(3);
     expect(refused.every((r) => !r.ok && r.code === 'thread_queue_full')).toBe(true);
-    const runs = await h.store.listThreadRuns('thread-1');
+    const runs = await h.store.listThreadRuns(h.thread);
     expect(runs).toHaveLength(9);
     gate.open();
     await h.settled();

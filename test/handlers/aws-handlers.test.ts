@@ -1,27 +1,34 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
+import { SendMessageRequest, type TaskPushNotificationConfig } from '@a2a-js/sdk';
+import { ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { SFNClient, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { SendMessageCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import type { Context, DynamoDBStreamEvent, SQSEvent } from 'aws-lambda';
+import type { Context, DynamoDBRecord, DynamoDBStreamEvent, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { handle, streamHandle } from 'hono/aws-lambda';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DynamoRunStore } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
+import { RUN_EVENTS_TABLE, RUNS_TABLE, type TableNames } from '../../lambdas/adapters/aws/dynamodb/tables.js';
 import { localDynamoClient } from '../../lambdas/adapters/local/dynalite.js';
 import { DEMO_AGENT } from '../../lambdas/adapters/local/runtime.js';
+import { ADDRESSED_RUN_ID_KEY } from '../../lambdas/core/interjection.js';
 import { createAskExpirer } from '../../lambdas/handlers/ask-expirer.js';
 import { createDispatcher } from '../../lambdas/handlers/dispatcher.js';
 import { ENV } from '../../lambdas/handlers/environment.js';
-import { logger } from '../../lambdas/handlers/powertools.js';
-import { createStreamHandler } from '../../lambdas/handlers/stream-handler.js';
+import { changesIn, createStreamHandler } from '../../lambdas/handlers/stream-handler.js';
 import { doorsApp, readSecretFromExtension, type Environment } from '../../lambdas/handlers/wiring.js';
+import { send, userMessage } from '../support/a2a.js';
 import { useDynalite } from '../support/dynalite.js';
+import { startReceiver, type Received } from '../support/receiver.js';
 
 const dynamo = useDynalite();
 const sqs = mockClient(SQSClient);
 const sfn = mockClient(SFNClient);
+const lambda = mockClient(LambdaClient);
 const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/threads.fifo';
 const STATE_MACHINE = 'arn:aws:states:eu-west-1:123456789012:stateMachine:AskWaiter';
 const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -43,14 +50,15 @@ beforeAll(() => {
 afterEach(() => {
   sqs.reset();
   sfn.reset();
+  lambda.reset();
   vi.restoreAllMocks();
 });
 
-function lambdaContext(): Context {
+function lambdaContext(remainingMs = 900_000): Context {
   return {
     functionName: 'test',
     awsRequestId: 'request-1',
-    getRemainingTimeInMillis: () => 900_000,
+    getRemainingTimeInMillis: () => remainingMs,
   } as unknown as Context;
 }
 
@@ -68,10 +76,85 @@ async function wired(overrides: Environment = {}) {
     dynamodb: localDynamoClient(dynamo.endpoint),
     sqs: new SQSClient({ region: 'eu-west-1', credentials: CREDENTIALS }),
     sfn: new SFNClient({ region: 'eu-west-1', credentials: CREDENTIALS }),
+    lambda: new LambdaClient({ region: 'eu-west-1', credentials: CREDENTIALS }),
   };
   const store = new DynamoRunStore({ client: clients.dynamodb, tables });
   await store.putAgent(DEMO_AGENT);
-  return { env, clients, store };
+  return { env, clients, store, tables };
+}
+
+/** Test-only allowance of the push sender: the receivers listen on loopback, over plain http. */
+const LOOPBACK_PUSH = { allowHttp: true, allowLoopback: true, firstRetryMs: 1 };
+
+/** A stream's batch as Lambda hands it over: `items` as their new images, sequence numbers from `first`. */
+function streamBatch(table: string, eventName: 'INSERT' | 'MODIFY', items: Array<Record<string, unknown>>, first = 100): DynamoDBStreamEvent {
+  const keyNames: string[] = table.startsWith('run-events')
+    ? [RUN_EVENTS_TABLE.partitionKey, RUN_EVENTS_TABLE.sortKey]
+    : [RUNS_TABLE.partitionKey, RUNS_TABLE.sortKey];
+  return {
+    Records: items.map((image, i): DynamoDBRecord => ({
+      eventID: String(first + i),
+      eventName,
+      eventSource: 'aws:dynamodb',
+      eventSourceARN: `arn:aws:dynamodb:eu-west-1:123456789012:table/${table}/stream/2026-01-01T00:00:00.000`,
+      dynamodb: {
+        SequenceNumber: String(first + i),
+        Keys: Object.fromEntries(keyNames.map((name) => [name, image[name]])) as never,
+        NewImage: image as never,
+        StreamViewType: 'NEW_IMAGE',
+      },
+    })),
+  };
+}
+
+/** What a table holds, as the stream saw it written: every item's image (run_events in seq order). */
+async function imagesOf(client: DynamoDBClient, table: string): Promise<Array<Record<string, unknown>>> {
+  const { Items = [] } = await client.send(new ScanCommand({ TableName: table, ConsistentRead: true }));
+  return Items.sort((a, b) => Number(a.seq?.N ?? 0) - Number(b.seq?.N ?? 0));
+}
+
+/** Every record of a settled run's task, as the two streams would hand them to the stream handler. */
+async function streamsOf(client: DynamoDBClient, tables: TableNames): Promise<{ events: DynamoDBStreamEvent; runs: DynamoDBStreamEvent }> {
+  return {
+    events: streamBatch(tables.runEvents, 'INSERT', await imagesOf(client, tables.runEvents)),
+    runs: streamBatch(tables.runs, 'MODIFY', await imagesOf(client, tables.runs)),
+  };
+}
+
+function pushConfig(url: string, fields: Partial<TaskPushNotificationConfig> = {}): TaskPushNotificationConfig {
+  return { tenant: '', id: 'hook', taskId: '', url, token: 'let-me-in', authentication: undefined, ...fields };
+}
+
+/** A JSON-RPC SendMessage (A2A 1.0) of `text`, with a push config when one is given. */
+function sendMessageRpc(text: string, config?: TaskPushNotificationConfig) {
+  return {
+    jsonrpc: '2.0',
+    id: 'send-1',
+    method: 'SendMessage',
+    params: SendMessageRequest.toJSON(send(userMessage(text), config ? { taskPushNotificationConfig: config } : {})),
+  };
+}
+
+type RpcTask = { id: string; status: { state: string }; artifacts?: Array<{ parts: Array<{ text?: string }> }> };
+
+/** Sends `text` to the demo agent through the streaming doors function and its dispatcher; the settled task. */
+async function sendThroughDoors(w: Awaited<ReturnType<typeof wired>>, text: string, config?: TaskPushNotificationConfig): Promise<RpcTask> {
+  const dispatched = deliverTo(createDispatcher({ env: w.env, clients: w.clients }));
+  const doors = streamHandle(doorsApp({ env: w.env, clients: w.clients, push: LOOPBACK_PUSH }));
+  const body = await stream(doors, restEvent('POST', '/a2a/demo', sendMessageRpc(text, config), {}, { 'a2a-version': '1.0' }));
+  await Promise.all(dispatched);
+  const answer = JSON.parse(body) as { id: string; result?: { task?: RpcTask }; error?: unknown };
+  expect(answer).toMatchObject({ jsonrpc: '2.0', id: 'send-1', result: { task: { id: expect.any(String) } } });
+  return answer.result?.task as RpcTask;
+}
+
+/** What a receiver was told, as `kind:state-or-text`, in order. */
+function told(received: Received[]): string[] {
+  return received.map(({ body }) => {
+    if (body.statusUpdate) return `status:${(body.statusUpdate as { status: { state: string } }).status.state}`;
+    const parts = (body.artifactUpdate as { artifact: { parts?: Array<{ text?: string }> } } | undefined)?.artifact.parts;
+    return parts ? `artifact:${parts.map((part) => part.text ?? '').join('')}` : Object.keys(body).join(',');
+  });
 }
 
 function sqsEvent(message: SendMessageCommandInput): SQSEvent {
@@ -185,8 +268,9 @@ describe('the AWS handlers', () => {
     expect(sqs.commandCalls(SendMessageCommand).map((call) => call.args[0].input)).toEqual([
       {
         QueueUrl: QUEUE_URL,
-        MessageBody: JSON.stringify({ threadId: 'thread-1', runId: 'run-1' }),
-        MessageGroupId: 'thread-1',
+        // A thread id is the caller's, unique within its tenant: the group is the tenant's thread.
+        MessageBody: JSON.stringify({ threadId: 'anonymous/thread-1', runId: 'run-1' }),
+        MessageGroupId: 'anonymous/thread-1',
         MessageDeduplicationId: 'run-1',
       },
     ]);
@@ -257,6 +341,32 @@ describe('the AWS handlers', () => {
     expect(after.slice(ran.length).map((stored) => stored.event.type)).toEqual(['RUN_ERROR']);
   });
 
+  it('hand an interjection from the doors to the dispatcher by an asynchronous invoke, run beside the running run', async () => {
+    const { env, clients, store } = await wired({ [ENV.dispatcherFunction]: 'funduq-dispatcher' });
+    await store.putAgent({ ...DEMO_AGENT, takesInterjections: true });
+    const dispatcher = createDispatcher({ env, clients });
+    const invoked: Array<Promise<unknown>> = [];
+    lambda.on(InvokeCommand).callsFake((input: { Payload: Uint8Array }) => {
+      invoked.push(dispatcher(JSON.parse(new TextDecoder().decode(input.Payload)), lambdaContext()));
+      return { StatusCode: 202 };
+    });
+    sqs.on(SendMessageCommand).resolves({ MessageId: 'm' });
+    const doors = streamHandle(doorsApp({ env, clients }));
+    // The long run stays as a crashed-free dispatcher would hold it: running.
+    void stream(doors, restEvent('POST', '/agui/demo', runInput('thread-9', 'run-long', 'working on it')));
+    await vi.waitFor(async () => expect(await store.getRun('run-long')).toBeDefined());
+    await store.transitionRun('run-long', ['queued'], { status: 'running' });
+
+    const interjection = { ...runInput('thread-9', 'run-join', 'also this'), forwardedProps: { [ADDRESSED_RUN_ID_KEY]: 'run-long' } };
+    const body = await stream(doors, restEvent('POST', '/agui/demo', interjection));
+    await Promise.all(invoked);
+    expect(lambda.commandCalls(InvokeCommand)[0].args[0].input).toMatchObject({ FunctionName: 'funduq-dispatcher', InvocationType: 'Event' });
+    expect(sqs.commandCalls(SendMessageCommand)).toHaveLength(1);
+    expect(sseEvents(body).at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
+    expect(await store.getRun('run-join')).toMatchObject({ status: 'completed', addressedRunId: 'run-long' });
+    expect((await store.getRun('run-long'))?.status).toBe('running');
+  });
+
   it('report a message it cannot read back to SQS, so it is retried and then dead-lettered', async () => {
     const { env, clients } = await wired();
     const dispatcher = createDispatcher({ env, clients });
@@ -318,31 +428,128 @@ describe('the AWS handlers', () => {
     }
   });
 
-  it('hand each changed run from the runs stream to delivery, and skip the table’s other items', async () => {
-    const { env } = await wired();
-    const info = vi.spyOn(logger, 'info');
-    const runImage = {
-      pk: 'run#run-9',
-      sk: 'run',
-      threadKey: 't',
-      tenantKey: 'acme',
-      runId: 'run-9',
-      threadId: 'thread-9',
-      rootRunId: 'run-9',
-      status: 'completed',
-      input: { big: 2 ** 60 },
-    };
-    const record = (image: Record<string, unknown>, sequence: string) => ({
-      eventID: sequence,
-      eventName: 'MODIFY' as const,
-      eventSourceARN: `arn:aws:dynamodb:eu-west-1:123456789012:table/${env[ENV.runsTable]}/stream/2026-01-01T00:00:00.000`,
-      dynamodb: { SequenceNumber: sequence, NewImage: marshall(image, { allowImpreciseNumbers: true }) as never },
-    });
-    const event: DynamoDBStreamEvent = {
-      Records: [record({ pk: 'thread#t', sk: 'thread', threadId: 't', queued: 0 }, '1'), record(runImage, '2')],
-    };
-    await expect(createStreamHandler({ env })(event)).resolves.toEqual({ batchItemFailures: [] });
-    const delivered = info.mock.calls.filter(([message]) => message === 'run changed');
-    expect(delivered).toEqual([['run changed', { runId: 'run-9', threadId: 'thread-9', status: 'completed' }]]);
+  it('answer an A2A SendMessage (JSON-RPC) posted through API Gateway with its Task, run to its end', async () => {
+    const w = await wired();
+    const task = await sendThroughDoors(w, 'hello there');
+    expect(task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(task.artifacts?.flatMap((artifact) => artifact.parts.map((part) => part.text)).join('')).toContain('hello ');
+    expect(streamed.at(-1)).toMatchObject({ statusCode: 200, headers: { 'content-type': expect.stringContaining('application/json') } });
+    expect(sqs.commandCalls(SendMessageCommand)).toHaveLength(1);
+  });
+
+  it('serve the agent card without a credential, its endpoints under the public URL the stack sets', async () => {
+    const publicUrl = 'https://abc123.execute-api.eu-west-1.amazonaws.com/v1/';
+    const { env, clients } = await wired({ [ENV.apiAuth]: 'apiKey', [ENV.publicUrl]: publicUrl });
+    const app = buffered(doorsApp({ env, clients }));
+    const response = await app(restEvent('GET', '/a2a/demo/.well-known/agent-card.json', undefined, {}, { 'a2a-version': '1.0' }));
+    expect(response.statusCode).toBe(200);
+    const card = JSON.parse(response.body) as { supportedInterfaces: Array<{ url: string; protocolBinding: string }>; capabilities: { pushNotifications: boolean } };
+    expect(card.supportedInterfaces.map((i) => [i.protocolBinding, i.url])).toEqual(
+      expect.arrayContaining([
+        ['JSONRPC', `${publicUrl}a2a/demo`],
+        ['HTTP+JSON', `${publicUrl}a2a/demo/rest`],
+      ]),
+    );
+    expect(card.capabilities.pushNotifications).toBe(true);
+    // The rest of the A2A door still wants the caller's key.
+    expect((await app(restEvent('GET', '/a2a/demo/rest/tasks'))).statusCode).toBe(401);
+  });
+
+  it('deliver the push notifications of a settled run, from both streams’ records, to its task’s receiver', async () => {
+    const receiver = await startReceiver();
+    try {
+      const w = await wired();
+      const task = await sendThroughDoors(w, 'hello there', pushConfig(receiver.url));
+      expect(receiver.received).toEqual([]);
+      const handler = createStreamHandler({ env: w.env, clients: w.clients, push: LOOPBACK_PUSH });
+      const { events, runs } = await streamsOf(w.clients.dynamodb, w.tables);
+
+      await expect(handler(events, lambdaContext())).resolves.toEqual({ batchItemFailures: [] });
+      await expect(handler(runs, lambdaContext())).resolves.toEqual({ batchItemFailures: [] });
+
+      const said = told(receiver.accepted);
+      expect(said[0]).toBe('status:TASK_STATE_WORKING');
+      expect(said.at(-1)).toBe('status:TASK_STATE_COMPLETED');
+      const text = said.filter((line) => line.startsWith('artifact:')).map((line) => line.slice('artifact:'.length)).join('');
+      expect(text).toBe(task.artifacts?.flatMap((artifact) => artifact.parts.map((part) => part.text)).join(''));
+      expect(receiver.accepted.every(({ body }) => JSON.stringify(body).includes(task.id))).toBe(true);
+      expect(receiver.accepted[0].headers).toMatchObject({ 'x-a2a-notification-token': 'let-me-in', 'content-type': 'application/a2a+json' });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('record a dead letter on the config of a receiver that keeps failing, try it no more in that batch, and move on', async () => {
+    const broken = await startReceiver(() => 500);
+    try {
+      const w = await wired();
+      const task = await sendThroughDoors(w, 'nobody hears', pushConfig(broken.url));
+      const handler = createStreamHandler({ env: w.env, clients: w.clients, push: { ...LOOPBACK_PUSH, attempts: 2 } });
+      const { events } = await streamsOf(w.clients.dynamodb, w.tables);
+
+      await expect(handler(events, lambdaContext())).resolves.toEqual({ batchItemFailures: [] });
+      // The first notification's two tries; the rest of the batch's were dead-lettered untried.
+      expect(broken.received).toHaveLength(2);
+      const config = await w.store.getPushConfig(task.id, 'hook');
+      expect(config?.deadLetter).toMatchObject({ error: expect.stringContaining('HTTP 500') });
+    } finally {
+      await broken.close();
+    }
+  });
+
+  it('report a change back as a batch item failure, by its first record, when its delivery could outlast the invocation', async () => {
+    const receiver = await startReceiver();
+    try {
+      const w = await wired();
+      await sendThroughDoors(w, 'too late', pushConfig(receiver.url));
+      const handler = createStreamHandler({ env: w.env, clients: w.clients, push: LOOPBACK_PUSH });
+      const { events } = await streamsOf(w.clients.dynamodb, w.tables);
+
+      // 10 s left: less than one notification's three tries of up to 5 s each, and the margin.
+      await expect(handler(events, lambdaContext(10_000))).resolves.toEqual({ batchItemFailures: [{ itemIdentifier: '100' }] });
+      expect(receiver.received).toEqual([]);
+      await expect(handler(events, lambdaContext())).resolves.toEqual({ batchItemFailures: [] });
+      expect(told(receiver.accepted)[0]).toBe('status:TASK_STATE_WORKING');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('make one change per run of a batch: its events together, its status records as the latest, other items skipped', () => {
+    const tables = { runs: 'runs-x', runEvents: 'run-events-x' };
+    const run = (runId: string, status: string, extra: Record<string, unknown> = {}) =>
+      marshall({ pk: `run#${runId}`, sk: 'run', threadKey: 't', tenantKey: 'acme', runId, threadId: 't', rootRunId: runId, status, ...extra }, {
+        allowImpreciseNumbers: true,
+      });
+    const event = (runId: string, seq: number) => marshall({ runId, seq, e: '{"type":"TEXT_MESSAGE_CONTENT"}' });
+    const records = [
+      ...streamBatch(tables.runEvents, 'INSERT', [event('a', 1), event('b', 1), event('a', 2), event('b', 2), event('a', 3)], 10).Records,
+      ...streamBatch(
+        tables.runs,
+        'MODIFY',
+        [
+          marshall({ pk: 'thread#t', sk: 'thread', threadId: 't', unsettled: 0 }),
+          run('a', 'running'),
+          marshall({ pk: 'task#a', sk: 'pushcfg#hook', taskId: 'a', configId: 'hook', url: 'https://example.com/hook' }),
+          run('b', 'completed', { input: { big: 2 ** 60 } }),
+          run('a', 'completed'),
+        ],
+        20,
+      ).Records,
+    ];
+
+    const changes = changesIn(records, tables);
+
+    expect(changes.map(({ kind, runId, from }) => [kind, runId, from])).toEqual([
+      ['events', 'a', '10'],
+      ['events', 'b', '11'],
+      ['status', 'a', '21'],
+      ['status', 'b', '23'],
+    ]);
+    expect(changes.slice(0, 2).map((change) => change.kind === 'events' && change.seqs)).toEqual([[1, 2, 3], [1, 2]]);
+    const [a, b] = changes.slice(2).map((change) => (change.kind === 'status' ? change.run : undefined));
+    expect(a).toMatchObject({ runId: 'a', status: 'completed' });
+    expect(a).not.toHaveProperty(RUNS_TABLE.partitionKey);
+    expect(b).toMatchObject({ runId: 'b', input: { big: 2 ** 60 } });
   });
 });

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { FunduqStack, settingsFromContext, type FunduqSettings } from '../../lib/funduq-stack.js';
 import { RUN_EVENTS_TABLE, RUNS_TABLE } from '../../lambdas/adapters/aws/dynamodb/tables.js';
 import { ENV } from '../../lambdas/handlers/environment.js';
+import { DELIVERY_MARGIN_MS, longestSendMs, PUSH_SENDER_SETTINGS } from '../../lambdas/handlers/push-delivery.js';
 
 type Resource = { Type: string; Properties: Record<string, any> };
 
@@ -129,6 +130,17 @@ describe('the store', () => {
     });
   });
 
+  it('expires message-id claims (and whatever else carries it) by the runs table’s ttl attribute', () => {
+    const [, runs] = only(template, 'AWS::DynamoDB::Table', {
+      KeySchema: [
+        { AttributeName: RUNS_TABLE.partitionKey, KeyType: 'HASH' },
+        { AttributeName: RUNS_TABLE.sortKey, KeyType: 'RANGE' },
+      ],
+    });
+    expect(RUNS_TABLE.timeToLive).toBe('ttl');
+    expect(runs.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'ttl', Enabled: true });
+  });
+
   it('declares run_events keyed by run id and numeric seq', () => {
     template.hasResourceProperties('AWS::DynamoDB::Table', {
       KeySchema: [
@@ -217,6 +229,26 @@ describe('the doors API', () => {
     expect(methods(jwt).get('GET /healthz')?.AuthorizationType).toBe('NONE');
   });
 
+  it('leaves the agent card open in every auth mode: it is how a caller learns which credential to bring', () => {
+    const { template: jwt } = synth({ apiAuth: 'jwt', jwtUserPoolArn: USER_POOL_ARN });
+    for (const t of [template, jwt]) {
+      const card = methods(t).get('GET /a2a/{agentId}/.well-known/agent-card.json');
+      expect(card).toMatchObject({ AuthorizationType: 'NONE' });
+      expect(card?.ApiKeyRequired).not.toBe(true);
+    }
+  });
+
+  it('tells both door functions the stage’s URL, for the agent cards, without depending on the stage', () => {
+    const all = resources(template, 'AWS::Lambda::Function');
+    const restApi = only(template, 'AWS::ApiGateway::RestApi')[0];
+    for (const name of ['doors', 'doors-stream']) {
+      const url = all[functionId(template, name)].Properties.Environment.Variables[ENV.publicUrl];
+      expect(url).toEqual({
+        'Fn::Join': ['', ['https://', { Ref: restApi }, '.execute-api.eu-west-1.', { Ref: 'AWS::URLSuffix' }, '/v1/']],
+      });
+    }
+  });
+
   it('serves a custom domain when one is configured', () => {
     const { template: custom } = synth({
       domainName: 'agents.example.com',
@@ -227,6 +259,10 @@ describe('the doors API', () => {
       EndpointConfiguration: { Types: ['REGIONAL'] },
     });
     custom.hasOutput('AguiUrl', { Value: 'https://agents.example.com/agui/' });
+    custom.hasOutput('A2aUrl', { Value: 'https://agents.example.com/a2a/' });
+    custom.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ FUNDUQ_FUNCTION: 'doors-stream', [ENV.publicUrl]: 'https://agents.example.com/' }) },
+    });
   });
 });
 
@@ -266,6 +302,18 @@ describe('the stream handler', () => {
         DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [expect.stringContaining('StreamHandlerFailures'), 'Arn'] } } },
       });
     }
+  });
+});
+
+describe('the stream handler’s timeout', () => {
+  it('outlasts one push notification tried to the last, with room to record its dead letter', () => {
+    const { template } = defaults;
+    const fn = resources(template, 'AWS::Lambda::Function')[functionId(template, 'stream-handler')];
+    const timeoutMs = fn.Properties.Timeout * 1000;
+    expect(longestSendMs(PUSH_SENDER_SETTINGS)).toBe(18_000);
+    // At least a few notifications per invocation, so a batch makes progress past a slow receiver.
+    expect(timeoutMs).toBeGreaterThanOrEqual(4 * (longestSendMs(PUSH_SENDER_SETTINGS) + DELIVERY_MARGIN_MS));
+    expect(timeoutMs).toBeLessThanOrEqual(900_000);
   });
 });
 
@@ -328,8 +376,36 @@ describe('least privilege', () => {
     expect(JSON.stringify(sends.map((s) => s.Resource))).toContain('StreamHandlerFailures');
   });
 
-  it('lets only the stream handler read only the store: no writes', () => {
-    expect(actionsOf(template, 'stream-handler').filter((a) => /dynamodb:(Put|Update|Delete|BatchWrite)/.test(a))).toEqual([]);
+  it('lets the stream handler read both tables, and write only dead letters on the runs table (UpdateItem)', () => {
+    const [runs] = only(template, 'AWS::DynamoDB::Table', { KeySchema: Match.arrayWith([{ AttributeName: RUNS_TABLE.sortKey, KeyType: 'RANGE' }]) });
+    const [runEvents] = only(template, 'AWS::DynamoDB::Table', {
+      KeySchema: Match.arrayWith([{ AttributeName: RUN_EVENTS_TABLE.sortKey, KeyType: 'RANGE' }]),
+    });
+    const statements = statementsOf(template, 'stream-handler');
+    const on = (table: string) => (s: { Resource: unknown }) => JSON.stringify(s.Resource).includes(`"${table}"`);
+    const actions = (table: string) =>
+      statements.filter(on(table)).flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+    const writes = (list: string[]) => list.filter((a) => /dynamodb:(Put|Update|Delete|BatchWrite|PartiQLInsert|PartiQLUpdate|PartiQLDelete)/.test(a));
+    for (const table of [runs, runEvents]) {
+      expect(actions(table)).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query']));
+    }
+    expect(writes(actions(runs))).toEqual(['dynamodb:UpdateItem']);
+    expect(writes(actions(runEvents))).toEqual([]);
+    expect(writes(actionsOf(template, 'stream-handler'))).toEqual(['dynamodb:UpdateItem']);
+  });
+
+  it('lets only the doors invoke the dispatcher (interjections beside the message group), and tells them its name', () => {
+    const dispatcher = functionId(template, 'dispatcher');
+    for (const name of ['doors', 'doors-stream', 'dispatcher', 'ask-expirer', 'stream-handler']) {
+      const invokes = statementsOf(template, name).filter((s) => JSON.stringify(s.Action).includes('lambda:InvokeFunction'));
+      expect([name, invokes.length > 0]).toEqual([name, name.startsWith('doors')]);
+      for (const statement of invokes) expect(JSON.stringify(statement.Resource)).toContain(dispatcher);
+    }
+    const told = Object.entries(resources(template, 'AWS::Lambda::Function')).filter(([, fn]) =>
+      JSON.stringify(fn.Properties.Environment ?? {}).includes('FUNDUQ_DISPATCHER_FUNCTION'),
+    );
+    expect(told.map(([id]) => id).sort()).toEqual([functionId(template, 'doors'), functionId(template, 'doors-stream')].sort());
+    for (const [, fn] of told) expect(fn.Properties.Environment.Variables.FUNDUQ_DISPATCHER_FUNCTION).toEqual({ Ref: dispatcher });
   });
 
   it('lets only the doors read the admin token', () => {

@@ -2,7 +2,7 @@ import type { RunAgentInput } from '@ag-ui/core';
 import { InProcessChangeFeed } from '../../lambdas/adapters/local/change-feed.js';
 import { InProcessThreadQueue } from '../../lambdas/adapters/local/thread-queue.js';
 import { createGateway, type Gateway } from '../../lambdas/core/gateway.js';
-import { ANONYMOUS, type Agent, type StoredEvent } from '../../lambdas/core/model.js';
+import { ANONYMOUS, type Agent, type StoredEvent, type ThreadRef } from '../../lambdas/core/model.js';
 import type { AskTimer, Provider, RunStore } from '../../lambdas/core/ports.js';
 
 /** A clock the test moves by hand, so expiry is tested without sleeping. */
@@ -75,6 +75,8 @@ export interface Harness {
   timer: ManualAskTimer;
   queue: InProcessThreadQueue;
   provider: ScriptedProvider;
+  /** The thread the harness sends to, as the anonymous tenant's. */
+  thread: ThreadRef;
   input(text: string, extra?: Partial<RunAgentInput>): RunAgentInput;
   send(text: string, extra?: Partial<RunAgentInput>): ReturnType<Gateway['startRun']>;
   events(runId: string): Promise<StoredEvent[]>;
@@ -102,7 +104,7 @@ export async function harness(store: RunStore, options: { threadQueueLimit?: num
     ids: { newId: () => `id-${++n}` },
     settings: { threadQueueLimit: options.threadQueueLimit ?? 8 },
   });
-  queue.start((runId) => gateway.dispatchRun(runId));
+  queue.start((runId, beside) => gateway.dispatchRun(runId, beside));
   await store.putAgent(TEST_AGENT);
   const threadId = options.threadId ?? 'thread-1';
   let runs = 0;
@@ -121,6 +123,7 @@ export async function harness(store: RunStore, options: { threadQueueLimit?: num
     timer,
     queue,
     provider,
+    thread: { tenant: ANONYMOUS.tenant, threadId },
     input,
     send: (text, extra) => gateway.startRun({ agentId: TEST_AGENT.id, input: input(text, extra), door: 'agui', principal: ANONYMOUS }),
     events: (runId) => store.readEvents(runId, 0),

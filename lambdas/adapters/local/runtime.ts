@@ -4,7 +4,9 @@ import { serve, type ServerType } from '@hono/node-server';
 import { createGateway, type Gateway } from '../../core/gateway.js';
 import type { Agent } from '../../core/model.js';
 import type { Clock, IdSource } from '../../core/ports.js';
+import { apiKeyResolver, type ApiKeys } from '../../doors/api-keys.js';
 import { createApp } from '../../doors/app.js';
+import { openMode } from '../../doors/principal.js';
 import { AgUiHttpProvider } from '../../providers/agui-http.js';
 import { DemoProvider } from '../../providers/demo.js';
 import { DynamoRunStore } from '../aws/dynamodb/run-store.js';
@@ -23,6 +25,12 @@ export interface LocalSettings {
   /** 0 picks a free port. */
   port: number;
   threadQueueLimit: number;
+  /** Runs a tenant may start per minute; absent, no limit. */
+  tenantRunsPerMinute?: number;
+  /** Runs a tenant may have queued or running at once; absent, no limit. */
+  tenantConcurrentRuns?: number;
+  /** Callers' API keys and whom each speaks for; absent, open mode: every caller is `anonymous`, and a warning says so. */
+  apiKeys?: ApiKeys;
   heartbeatMs: number;
   /** Required as `Authorization: Bearer` on the admin routes; without it they are open, and a warning says so. */
   adminToken?: string;
@@ -88,7 +96,11 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
     },
     clock,
     ids,
-    settings: { threadQueueLimit: settings.threadQueueLimit },
+    settings: {
+      threadQueueLimit: settings.threadQueueLimit,
+      ...(settings.tenantRunsPerMinute !== undefined ? { tenantRunsPerMinute: settings.tenantRunsPerMinute } : {}),
+      ...(settings.tenantConcurrentRuns !== undefined ? { tenantConcurrentRuns: settings.tenantConcurrentRuns } : {}),
+    },
   });
   // An agent registered under the demo's id keeps it across restarts; the built-in is refreshed.
   const demo = await store.getAgent(DEMO_AGENT.id);
@@ -110,6 +122,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
   const app = createApp({
     gateway,
     sse: { heartbeatMs: settings.heartbeatMs },
+    principal: settings.apiKeys ? apiKeyResolver(settings.apiKeys) : openMode,
     admin: { token: settings.adminToken },
     a2a: { publicUrl: settings.publicUrl, push: sender },
     onError: (error) => report('request')(error, ''),
@@ -119,6 +132,9 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
   });
   const { port } = server.address() as AddressInfo;
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
+  if (settings.apiKeys === undefined) {
+    log('warning: FUNDUQ_API_KEYS is not set: open mode, every caller is the principal "anonymous" of the tenant "anonymous" and sees every other caller\'s threads and tasks');
+  }
   if (settings.adminToken === undefined) {
     log(`warning: FUNDUQ_ADMIN_TOKEN is not set, so anyone who reaches http://${host}:${port}/admin/agents can register, change and delete agents`);
   }

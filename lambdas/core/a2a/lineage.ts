@@ -9,7 +9,7 @@ import { SETTLED_TASK_STATES } from './vocabulary.js';
 
 /** A task's runs in arrival order: the root run and its answers. */
 export async function lineageOf(store: RunStore, root: Run): Promise<Run[]> {
-  const runs = await store.listThreadRuns(root.threadId);
+  const runs = await store.listThreadRuns(root);
   return runs.filter((run) => run.rootRunId === root.runId);
 }
 

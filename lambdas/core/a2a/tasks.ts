@@ -103,8 +103,8 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
       }
       threadId = root.threadId;
     } else if (message.contextId) {
-      const thread = await store.getThread(message.contextId);
-      if (!thread || thread.tenant !== principal.tenant) {
+      const thread = await store.getThread({ tenant: principal.tenant, threadId: message.contextId });
+      if (!thread) {
         return refuse('thread_not_found', `no context "${message.contextId}": leave contextId out to start a new one`);
       }
       if (thread.agentId !== agentId) return refuse('thread_agent_mismatch', `context "${message.contextId}" belongs to another agent`);
@@ -144,7 +144,7 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
       const open = openAsks(tail);
       if (tail.status !== 'completed' || open.length === 0) return notWaiting(root, tail);
       // The context's open asks are its latest waiting run's; an older task's asks were left behind.
-      if ((await store.getThread(root.threadId))?.waitingRunId !== tail.runId) {
+      if ((await store.getThread(root))?.waitingRunId !== tail.runId) {
         return refuse('no_open_ask', `task "${root.runId}" waits no more: a later task of context "${root.threadId}" holds its asks`);
       }
       const built = answerInput(request.message, open, landing);
@@ -247,11 +247,11 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
     if (query.contextId) {
       const offset = token === '' ? 0 : /^c\.(\d{1,9})$/.exec(token)?.[1];
       if (offset === undefined) return refuse('invalid_input', 'pageToken is not a page token of this listing');
-      const thread = await store.getThread(query.contextId);
-      if (!thread || thread.tenant !== caller.principal.tenant || thread.agentId !== caller.agentId) {
+      const thread = await store.getThread({ tenant: caller.principal.tenant, threadId: query.contextId });
+      if (!thread || thread.agentId !== caller.agentId) {
         return ok({ tasks: [], pageSize, totalSize: 0 });
       }
-      const roots = (await store.listThreadRuns(query.contextId)).filter((run) => run.runId === run.rootRunId).reverse();
+      const roots = (await store.listThreadRuns(thread)).filter((run) => run.runId === run.rootRunId).reverse();
       const tasks = (await Promise.all(roots.map((root) => readTask(store, root, query.view)))).filter(matches);
       const from = Number(offset);
       const next = from + pageSize < tasks.length ? `c.${from + pageSize}` : undefined;

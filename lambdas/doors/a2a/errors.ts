@@ -11,24 +11,31 @@ import {
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
 import type { Refusal, RefusalCode } from '../../core/errors.js';
-import { QUEUE_FULL_RETRY_AFTER_SECONDS } from '../http-errors.js';
+import { RETRY_AFTER_SECONDS } from '../http-errors.js';
 
 /**
- * A full thread queue: the caller may come back shortly. A2A 1.0 has no error for back-pressure
- * and every error it does have says "never" (UnsupportedOperation would tell a client to give
- * up), so this takes JSON-RPC's implementation-defined server-error code, -32000, which A2A's own
- * codes (-32001…-32009) leave free; HTTP+JSON answers 429 with Retry-After.
+ * Back-pressure (a full thread queue, a tenant's limits): the caller may come back later. A2A 1.0
+ * has no error for it and every error it does have says "never" (UnsupportedOperation would tell
+ * a client to give up), so this takes JSON-RPC's implementation-defined server-error code, -32000,
+ * which A2A's own codes (-32001…-32009) leave free; HTTP+JSON answers 429 with Retry-After.
  */
-export class ThreadQueueFullError extends JsonRpcTransportError {
+export class TryLaterError extends JsonRpcTransportError {
   static readonly CODE = -32000;
-  readonly retryAfterSeconds = QUEUE_FULL_RETRY_AFTER_SECONDS;
-  constructor(message: string) {
-    super({ jsonrpc: '2.0', id: null, error: { code: ThreadQueueFullError.CODE, message: `${message}; retry after ${QUEUE_FULL_RETRY_AFTER_SECONDS} s` } });
+  constructor(
+    /** The `google.rpc.ErrorInfo` reason HTTP+JSON gives: `THREAD_QUEUE_FULL`, `TENANT_RATE_LIMITED`, … */
+    override readonly reason: string,
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super({ jsonrpc: '2.0', id: null, error: { code: TryLaterError.CODE, message: `${message}; retry after ${retryAfterSeconds} s` } });
   }
 }
 
+const tryLater = (message: string, refusal: Refusal) =>
+  new TryLaterError(refusal.code.toUpperCase(), message, retryAfterOf(refusal));
+
 /** The one table from core refusal codes to A2A errors, for both bindings and both versions. */
-const A2A_ERRORS: Record<RefusalCode, (message: string) => Error> = {
+const A2A_ERRORS: Record<RefusalCode, (message: string, refusal: Refusal) => Error> = {
   invalid_input: (m) => new RequestMalformedError(m),
   thread_not_found: (m) => new RequestMalformedError(m),
   thread_agent_mismatch: (m) => new RequestMalformedError(m),
@@ -43,11 +50,18 @@ const A2A_ERRORS: Record<RefusalCode, (message: string) => Error> = {
   task_settled: (m) => new UnsupportedOperationError(m),
   task_not_cancelable: (m) => new TaskNotCancelableError(m),
   content_type_not_supported: (m) => new ContentTypeNotSupportedError(m),
-  thread_queue_full: (m) => new ThreadQueueFullError(m),
+  thread_queue_full: tryLater,
+  tenant_rate_limited: tryLater,
+  tenant_concurrency_limited: tryLater,
 };
 
 export function a2aError(refusal: Refusal): Error {
-  return A2A_ERRORS[refusal.code](refusal.message);
+  return A2A_ERRORS[refusal.code](refusal.message, refusal);
+}
+
+/** How long a refused caller should wait, for a refusal that passes. */
+export function retryAfterOf(refusal: Refusal): number {
+  return refusal.retryAfterSeconds ?? RETRY_AFTER_SECONDS;
 }
 
 /** A refusal, thrown as its A2A error: the SDK's transport handlers map thrown errors to the wire. */
@@ -56,9 +70,9 @@ export function orThrow<T>(result: { ok: true; value: T } | Refusal): T {
   return result.value;
 }
 
-/** HTTP+JSON: the SDK's status and `google.rpc.Status` body, and 429 for a full queue. */
+/** HTTP+JSON: the SDK's status and `google.rpc.Status` body, and 429 for back-pressure. */
 export function restError(error: unknown): { status: number; body: unknown; headers: Record<string, string> } {
-  if (error instanceof ThreadQueueFullError) {
+  if (error instanceof TryLaterError) {
     return {
       status: 429,
       headers: { 'Retry-After': String(error.retryAfterSeconds) },
@@ -67,7 +81,7 @@ export function restError(error: unknown): { status: number; body: unknown; head
           code: 429,
           status: 'RESOURCE_EXHAUSTED',
           message: error.message,
-          details: [{ '@type': ERROR_INFO_TYPE, reason: 'THREAD_QUEUE_FULL', domain: 'funduq' }],
+          details: [{ '@type': ERROR_INFO_TYPE, reason: error.reason, domain: 'funduq' }],
         },
       },
     };

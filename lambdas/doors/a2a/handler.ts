@@ -20,7 +20,7 @@ import { PushNotificationNotSupportedError, RequestMalformedError, UnsupportedOp
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import type { PushConfig } from '../../core/model.js';
 import type { Caller, PushTarget, Tasks } from '../../core/a2a/tasks.js';
-import { orThrow } from './errors.js';
+import { orThrow, retryAfterOf } from './errors.js';
 
 /** TaskState values with a meaning as a ListTasks filter (0 is "no filter"). */
 const FILTERABLE_STATES = new Set([1, 2, 3, 4, 5, 6, 7, 8]);
@@ -31,6 +31,12 @@ const FILTERABLE_STATES = new Set([1, 2, 3, 4, 5, 6, 7, 8]);
  * request, so that the caller, the card and the reader's lifetime (`signal`) are its own.
  */
 export class AgentRequestHandler implements A2ARequestHandler {
+  /**
+   * When a refused send may be tried again: JSON-RPC's error carries only a code and a message, so
+   * the door reads it here for its Retry-After header.
+   */
+  retryAfterSeconds: number | undefined;
+
   constructor(
     private readonly tasks: Tasks,
     private readonly caller: Caller,
@@ -115,14 +121,14 @@ export class AgentRequestHandler implements A2ARequestHandler {
     if (!params.message) throw new RequestMalformedError('message is required');
     const inline = params.configuration?.taskPushNotificationConfig;
     if (inline?.url && !this.tasks.pushes) throw new PushNotificationNotSupportedError();
-    return orThrow(
-      await this.tasks.sendMessage({
-        ...this.caller,
-        message: params.message,
-        ...(params.metadata !== undefined ? { metadata: params.metadata } : {}),
-        ...(inline?.url ? { push: pushTarget(inline) } : {}),
-      }),
-    );
+    const sent = await this.tasks.sendMessage({
+      ...this.caller,
+      message: params.message,
+      ...(params.metadata !== undefined ? { metadata: params.metadata } : {}),
+      ...(inline?.url ? { push: pushTarget(inline) } : {}),
+    });
+    if (!sent.ok) this.retryAfterSeconds = retryAfterOf(sent);
+    return orThrow(sent);
   }
 
   private requirePush(): void {

@@ -13,8 +13,8 @@ import {
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { StoreUnavailable } from '../../../core/errors.js';
-import type { Agent, AskState, MessageClaim, PushConfig, Run, RunStatus, StoredEvent, Thread } from '../../../core/model.js';
-import type { RunStore } from '../../../core/ports.js';
+import { threadKey, type Agent, type AskState, type MessageClaim, type PushConfig, type Run, type RunStatus, type StoredEvent, type Thread, type ThreadRef } from '../../../core/model.js';
+import type { RunStore, TenantAdmission, TenantLimits } from '../../../core/ports.js';
 import { RUNS_TABLE, type TableNames } from './tables.js';
 
 /** What the store has sent, for the cost model. */
@@ -31,7 +31,7 @@ type Item = Record<string, unknown>;
 
 /** BatchWriteItem takes at most 25 put requests. */
 const BATCH_SIZE = 25;
-/** Attempts of one batch while DynamoDB hands items back unprocessed (throttled partitions). */
+/** Attempts of one batch while DynamoDB throttles it or hands items back unprocessed. */
 const BATCH_ATTEMPTS = 5;
 const BATCH_BACKOFF_MS = 50;
 
@@ -41,6 +41,9 @@ const RUN_ITEM = 'run';
 const AGENT_PARTITION = 'agent';
 const PUSH_CONFIG_PREFIX = 'push#';
 const MESSAGE_CLAIM_ITEM = 'msg';
+const TENANT_ITEM = 'tenant';
+/** Rounds of a tenant's admission lost to concurrent writers before it gives up as rate limited. */
+const ADMISSION_ROUNDS = 5;
 
 /** Attributes that exist for the table and its indexes, not for the domain object. */
 const KEY_ATTRIBUTES: readonly string[] = [
@@ -83,21 +86,21 @@ export class DynamoRunStore implements RunStore {
     this.tables = tables;
   }
 
-  async getThread(threadId: string): Promise<Thread | undefined> {
-    const item = await this.get(threadKey(threadId));
+  async getThread(thread: ThreadRef): Promise<Thread | undefined> {
+    const item = await this.get(threadItemKey(thread));
     return item && domain<Thread>(item);
   }
 
   async createThread(thread: Thread): Promise<boolean> {
-    return this.putNew({ ...threadKey(thread.threadId), ...thread });
+    return this.putNew({ ...threadItemKey(thread), ...thread });
   }
 
-  async reserveArrival(threadId: string, limit: number | undefined): Promise<number | undefined> {
+  async reserveArrival(thread: ThreadRef, limit: number | undefined): Promise<number | undefined> {
     const limited = limit !== undefined;
     // One conditional ADD takes the number and the place together, so concurrent arrivals can
     // neither share a number nor overfill the thread.
     const attributes = await this.update({
-      Key: threadKey(threadId),
+      Key: threadItemKey(thread),
       UpdateExpression: 'ADD #arrivals :one, #unsettled :one',
       ConditionExpression: limited ? 'attribute_exists(pk) AND #unsettled < :limit' : 'attribute_exists(pk)',
       ExpressionAttributeNames: { '#arrivals': 'arrivals', '#unsettled': 'unsettled' },
@@ -108,10 +111,10 @@ export class DynamoRunStore implements RunStore {
     return attributes?.arrivals as number | undefined;
   }
 
-  async releasePlace(threadId: string): Promise<void> {
+  async releasePlace(thread: ThreadRef): Promise<void> {
     // A failed condition means the count is already zero (a recovery reset it): nothing to give back.
     await this.update({
-      Key: threadKey(threadId),
+      Key: threadItemKey(thread),
       UpdateExpression: 'ADD #unsettled :minusOne',
       ConditionExpression: '#unsettled > :zero',
       ExpressionAttributeNames: { '#unsettled': 'unsettled' },
@@ -119,19 +122,109 @@ export class DynamoRunStore implements RunStore {
     });
   }
 
-  async setUnsettled(threadId: string, unsettled: number): Promise<void> {
-    await this.setOnThread(threadId, 'unsettled', unsettled);
+  async setUnsettled(thread: ThreadRef, unsettled: number): Promise<void> {
+    await this.setOnThread(thread, 'unsettled', unsettled);
   }
 
-  async setWaitingRun(threadId: string, runId: string): Promise<void> {
-    await this.setOnThread(threadId, 'waitingRunId', runId);
+  async setWaitingRun(thread: ThreadRef, runId: string): Promise<void> {
+    await this.setOnThread(thread, 'waitingRunId', runId);
+  }
+
+  async admitTenantRun(tenant: string, limits: TenantLimits): Promise<TenantAdmission> {
+    const { runsPerWindow, places } = limits;
+    const key = tenantKey(tenant);
+    // Each write below is one conditional UpdateItem: the place and the window's count are taken
+    // together or not at all. Placeholders are built per write: DynamoDB refuses unused ones.
+    const place = places === undefined ? undefined : { add: '#places :one', check: '(attribute_not_exists(#places) OR #places < :places)' };
+    const placeNames: Record<string, string> = place ? { '#places': 'places' } : {};
+    const placeValues: Item = place ? { ':places': places } : {};
+    const owner = { names: { '#tenant': 'tenant' }, values: { ':tenant': tenant } };
+    if (runsPerWindow === undefined) {
+      if (!place) return 'admitted';
+      const taken = await this.update({
+        Key: key,
+        UpdateExpression: `SET #tenant = :tenant ADD ${place.add}`,
+        ConditionExpression: place.check,
+        ExpressionAttributeNames: { ...owner.names, ...placeNames },
+        ExpressionAttributeValues: { ...owner.values, ':one': 1, ...placeValues },
+      });
+      return taken ? 'admitted' : 'places_full';
+    }
+    const windowNames = { '#window': 'window', '#runs': 'windowRuns' };
+    let window = limits.window;
+    for (let round = 0; round < ADMISSION_ROUNDS; round++) {
+      // The common case: this minute's window is open and has room.
+      const counted = await this.update({
+        Key: key,
+        UpdateExpression: `ADD #runs :one${place ? `, ${place.add}` : ''}`,
+        ConditionExpression: ['#window = :window AND #runs < :rate', ...(place ? [place.check] : [])].join(' AND '),
+        ExpressionAttributeNames: { ...windowNames, ...placeNames },
+        ExpressionAttributeValues: { ':window': window, ':rate': runsPerWindow, ':one': 1, ...placeValues },
+      });
+      if (counted) return 'admitted';
+      // The first run of a new minute opens its window, which starts the count again.
+      const opened = await this.update({
+        Key: key,
+        UpdateExpression: `SET #tenant = :tenant, #window = :window, #runs = :one${place ? ` ADD ${place.add}` : ''}`,
+        ConditionExpression: ['(attribute_not_exists(#window) OR #window < :window)', ...(place ? [place.check] : [])].join(' AND '),
+        ExpressionAttributeNames: { ...owner.names, ...windowNames, ...placeNames },
+        ExpressionAttributeValues: { ...owner.values, ':window': window, ':one': 1, ...placeValues },
+      });
+      if (opened) return 'admitted';
+      // Both refused: say which limit holds, or go round again after a writer that raced this one.
+      const held = await this.get(key);
+      if (places !== undefined && ((held?.places as number | undefined) ?? 0) >= places) return 'places_full';
+      const heldWindow = (held?.window as number | undefined) ?? window;
+      if (heldWindow === window && ((held?.windowRuns as number | undefined) ?? 0) >= runsPerWindow) return 'rate_limited';
+      // A writer whose clock runs ahead opened a later window: this run counts in it.
+      window = Math.max(window, heldWindow);
+    }
+    return 'rate_limited';
+  }
+
+  async releaseTenantPlace(tenant: string): Promise<void> {
+    // A failed condition means the count is already zero (a recovery reset it): nothing to give back.
+    await this.update({
+      Key: tenantKey(tenant),
+      UpdateExpression: 'ADD #places :minusOne',
+      ConditionExpression: '#places > :zero',
+      ExpressionAttributeNames: { '#places': 'places' },
+      ExpressionAttributeValues: { ':minusOne': -1, ':zero': 0 },
+    });
+  }
+
+  async setTenantPlaces(places: ReadonlyMap<string, number>): Promise<void> {
+    const tenants = new Set(places.keys());
+    let start: Item | undefined;
+    do {
+      this.usage.readRequests++;
+      const page = await this.doc.send(
+        new ScanCommand({
+          TableName: this.tables.runs,
+          FilterExpression: '#sk = :tenant',
+          ExpressionAttributeNames: { '#sk': RUNS_TABLE.sortKey },
+          ExpressionAttributeValues: { ':tenant': TENANT_ITEM },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) tenants.add(item.tenant as string);
+      start = page.LastEvaluatedKey;
+    } while (start);
+    for (const tenant of tenants) {
+      await this.update({
+        Key: tenantKey(tenant),
+        UpdateExpression: 'SET #tenant = :tenant, #places = :places',
+        ExpressionAttributeNames: { '#tenant': 'tenant', '#places': 'places' },
+        ExpressionAttributeValues: { ':tenant': tenant, ':places': places.get(tenant) ?? 0 },
+      });
+    }
   }
 
   async createRun(run: Run): Promise<boolean> {
     return this.putNew({
       ...runKey(run.runId),
       ...run,
-      [RUNS_TABLE.byThread.partitionKey]: run.threadId,
+      [RUNS_TABLE.byThread.partitionKey]: threadKey(run),
       // Only roots are A2A tasks; answers stay out of the tenant index, which pages tasks.
       ...(run.runId === run.rootRunId ? { [RUNS_TABLE.byTenant.partitionKey]: run.tenant } : {}),
     });
@@ -142,14 +235,14 @@ export class DynamoRunStore implements RunStore {
     return item && domain<Run>(item);
   }
 
-  async listThreadRuns(threadId: string): Promise<Run[]> {
+  async listThreadRuns(thread: ThreadRef): Promise<Run[]> {
     const { indexName, partitionKey } = RUNS_TABLE.byThread;
     const items = await this.queryAll({
       TableName: this.tables.runs,
       IndexName: indexName,
       KeyConditionExpression: '#thread = :thread',
       ExpressionAttributeNames: { '#thread': partitionKey },
-      ExpressionAttributeValues: { ':thread': threadId },
+      ExpressionAttributeValues: { ':thread': threadKey(thread) },
       ScanIndexForward: true,
     });
     return items.map((item) => domain<Run>(item));
@@ -267,7 +360,11 @@ export class DynamoRunStore implements RunStore {
       // `e` is a string: one JSON.stringify here is far cheaper than marshalling the event as a map.
       batches.push(events.slice(i, i + BATCH_SIZE).map(({ runId, seq, event }) => ({ runId, seq, e: JSON.stringify(event) })));
     }
-    await Promise.all(batches.map((batch) => this.writeBatch(batch)));
+    // Every batch is done before the caller hears of one that failed: none is still on its way when
+    // the caller writes after what is stored (a run's closing RUN_ERROR).
+    const results = await Promise.allSettled(batches.map((batch) => this.writeBatch(batch)));
+    const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   async readEvents(runId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
@@ -470,10 +567,10 @@ export class DynamoRunStore implements RunStore {
     return run;
   }
 
-  private async setOnThread(threadId: string, attribute: 'unsettled' | 'waitingRunId', value: unknown): Promise<void> {
+  private async setOnThread(thread: ThreadRef, attribute: 'unsettled' | 'waitingRunId', value: unknown): Promise<void> {
     // Without the condition an update of a missing thread would create a thread item with no fields.
     await this.update({
-      Key: threadKey(threadId),
+      Key: threadItemKey(thread),
       UpdateExpression: 'SET #attribute = :value',
       ConditionExpression: 'attribute_exists(pk)',
       ExpressionAttributeNames: { '#attribute': attribute },
@@ -506,22 +603,31 @@ export class DynamoRunStore implements RunStore {
         );
         unprocessed = (result.UnprocessedItems?.[table] ?? []).flatMap((request) => (request.PutRequest?.Item ? [request.PutRequest.Item] : []));
       } catch (err) {
-        if (isUnavailable(err)) throw new StoreUnavailable(`run_events did not take ${pending.length} events: ${(err as Error).message}`, { cause: err });
-        throw err;
+        if (!isUnavailable(err)) throw err;
+        if (attempt === BATCH_ATTEMPTS) {
+          throw new StoreUnavailable(`run_events did not take ${pending.length} events after ${BATCH_ATTEMPTS} attempts: ${(err as Error).message}`, { cause: err });
+        }
+        // Throttling that outlasted the SDK's own retries, or no answer: putting the same events
+        // again is harmless (same keys, same items), so the whole batch goes again.
+        unprocessed = pending;
       }
       if (unprocessed.length === 0) return;
       if (attempt === BATCH_ATTEMPTS) {
         throw new StoreUnavailable(`run_events left ${unprocessed.length} events unprocessed after ${BATCH_ATTEMPTS} attempts`);
       }
-      // AWS asks for exponential backoff on UnprocessedItems; the SDK retries only whole failures.
+      // AWS asks for exponential backoff with jitter on UnprocessedItems and throttling.
       await delay(Math.random() * BATCH_BACKOFF_MS * 2 ** attempt);
       pending = unprocessed;
     }
   }
 }
 
-function threadKey(threadId: string): Item {
-  return { pk: `thread#${threadId}`, sk: THREAD_ITEM };
+function threadItemKey(thread: ThreadRef): Item {
+  return { pk: `thread#${threadKey(thread)}`, sk: THREAD_ITEM };
+}
+
+function tenantKey(tenant: string): Item {
+  return { pk: `tenant#${tenant}`, sk: TENANT_ITEM };
 }
 
 function runKey(runId: string): Item {
