@@ -1,9 +1,14 @@
 /**
  * `npm run bench`: what funduq costs, measured side by side (issue 7). Scenarios 1–6 against a
  * scripted AG-UI agent on loopback, the gateway in a process of its own; prints a table and
- * writes bench/results.json. `-- --quick` runs a smaller version in under a minute; `--profile`
- * writes a CPU profile of each gateway process to bench/profiles/ and prints where the time
- * went; `--only 1,3` runs some scenarios. Exits non-zero only when a scenario could not run.
+ * writes bench/results.json. Options (after `--`):
+ *   --quick                 a smaller version of every scenario, under a minute
+ *   --profile               V8's CPU profiler around each measured phase, in the gateway's
+ *                           process: bench/profiles/*.cpuprofile, summarised by layer
+ *   --only 1,3              some scenarios (written to results-only-1-3.json)
+ *   --without-push-driver   experiments on the local gateway, rebuilt in bench/ (written to
+ *   --store-thread          results-<experiment>.json; see processes/gateway.ts)
+ * Exits non-zero only when a scenario could not run; a missed target is a figure, not a failure.
  */
 import { cpus, loadavg, totalmem, type as osType, release } from 'node:os';
 import { existsSync, readdirSync } from 'node:fs';
@@ -68,7 +73,7 @@ function format(value: number | null, unit: string): string {
   if (value === null || !Number.isFinite(value)) return '—';
   if (unit === 'USD') return `$${value.toFixed(3)}`;
   const abs = Math.abs(value);
-  return abs >= 1000 ? value.toFixed(0) : abs >= 100 ? value.toFixed(0) : abs >= 10 ? value.toFixed(1) : value.toFixed(2);
+  return abs >= 100 ? value.toFixed(0) : abs >= 10 ? value.toFixed(1) : value.toFixed(2);
 }
 
 function table(rows: Row[]): string {
@@ -107,15 +112,13 @@ async function main(): Promise<number> {
   const bench: Bench = {
     quick,
     profile,
-    agent,
     agentUrl,
     log,
-    experiment: experiment?.mode,
     startGateway: (mode, name) => startGateway(agentUrl, mode === 'local' && experiment ? experiment.mode : mode, name, profile),
   };
   if (experiment) log(`EXPERIMENT ${experimentFlag}: ${experiment.what} (not what \`npm start\` runs)`);
   log(`funduq bench (${quick ? 'quick' : 'full'}) on ${machine().cores} × ${machine().cpu}, Node ${process.version}, load average ${startLoad.join(' ')}`);
-  if (startLoad[0] > cpus().length / 2) log('  the machine is busy with other work: every figure below moves with it');
+  if (startLoad[0] > cpus().length * 0.75) log('  the machine is busy with other work: every figure below moves with it');
   const rows: Row[] = [];
   const failures: string[] = [];
   const selected = scenarios.filter((s) => !only || only.has(s.id));
@@ -181,8 +184,12 @@ async function main(): Promise<number> {
     profiles: profile ? profiles : undefined,
     failures,
   };
-  // An experiment never overwrites the figures of record.
-  const file = experiment ? `results${experimentFlag!.slice(1)}.json` : 'results.json';
+  // Neither an experiment nor a partial run (--only) overwrites the figures of record.
+  const file = experiment
+    ? `results${experimentFlag!.slice(1)}.json`
+    : only
+      ? `results-only-${[...only].sort().join('-')}.json`
+      : 'results.json';
   await writeFile(join(BENCH_DIR, file), `${JSON.stringify(results, null, 2)}\n`);
   log(`\nwrote bench/${file} (${results.durationSeconds} s)`);
   return failures.length > 0 ? 1 : 0;

@@ -22,6 +22,12 @@ export type ApiAuthMode = ApiAuth['mode'];
 export interface FunduqSettings {
   /** Runs that may wait `queued` per thread; the next is refused with 429. */
   threadQueueLimit: number;
+  /** Runs a tenant may start per minute (429 `tenant_rate_limited`); unset: no limit. */
+  tenantRunsPerMinute?: number;
+  /** Runs a tenant may have queued or running at once (429 `tenant_concurrency_limited`); unset: no limit. */
+  tenantConcurrentRuns?: number;
+  /** With `apiAuth: jwt`, the claim that names the caller's tenant; unset, each subject is its own tenant. */
+  jwtTenantClaim?: string;
   /**
    * Name of an existing Secrets Manager secret holding the admin token. When absent the stack
    * creates one with a generated value; either way the token never appears in the template.
@@ -96,6 +102,9 @@ export class FunduqStack extends Stack {
       [ENV.runsTable]: this.store.runs.tableName,
       [ENV.runEventsTable]: this.store.runEvents.tableName,
       [ENV.threadQueueLimit]: String(settings.threadQueueLimit),
+      ...(settings.tenantRunsPerMinute ? { [ENV.tenantRunsPerMinute]: String(settings.tenantRunsPerMinute) } : {}),
+      ...(settings.tenantConcurrentRuns ? { [ENV.tenantConcurrentRuns]: String(settings.tenantConcurrentRuns) } : {}),
+      ...(settings.jwtTenantClaim ? { [ENV.jwtTenantClaim]: settings.jwtTenantClaim } : {}),
     };
 
     this.threadQueue = new ThreadQueue(this, 'ThreadQueue', {
@@ -225,6 +234,9 @@ export function settingsFromContext(get: (key: string) => unknown): Partial<Fund
   };
   return withoutUndefined({
     threadQueueLimit: integer('threadQueueLimit'),
+    tenantRunsPerMinute: integer('tenantRunsPerMinute'),
+    tenantConcurrentRuns: integer('tenantConcurrentRuns'),
+    jwtTenantClaim: text('jwtTenantClaim'),
     adminTokenSecretName: text('adminTokenSecretName'),
     apiAuth: text('apiAuth') as ApiAuthMode | undefined,
     jwtUserPoolArn: text('jwtUserPoolArn'),

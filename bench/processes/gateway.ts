@@ -309,6 +309,8 @@ async function ceiling({ plan, rounds }: { plan: Script; rounds: number }) {
 let sampler: ReturnType<typeof setInterval> | undefined;
 let profiler: Session | undefined;
 let peakRss = 0;
+/** process.memoryUsage() when the RSS peaked: how much of it is V8's heap, how much is outside. */
+let atPeak: NodeJS.MemoryUsage | undefined;
 
 serveParent(
   {
@@ -331,16 +333,21 @@ serveParent(
     ceiling,
     /** Samples this process's RSS every 20 ms until `memoryPeak`. */
     sampleMemory() {
-      peakRss = process.memoryUsage().rss;
       clearInterval(sampler);
-      sampler = setInterval(() => {
-        peakRss = Math.max(peakRss, process.memoryUsage().rss);
-      }, 20);
+      const sample = () => {
+        const usage = process.memoryUsage();
+        if (usage.rss >= peakRss) {
+          peakRss = usage.rss;
+          atPeak = usage;
+        }
+      };
+      peakRss = 0;
+      sample();
+      sampler = setInterval(sample, 20);
     },
     memoryPeak() {
       clearInterval(sampler);
-      peakRss = Math.max(peakRss, process.memoryUsage().rss);
-      return { peakRss, maxRss: process.resourceUsage().maxRSS * 1024, rss: process.memoryUsage().rss };
+      return { peakRss, atPeak, maxRss: process.resourceUsage().maxRSS * 1024 };
     },
     cpu: () => process.cpuUsage(),
     /** Starts V8's sampling profiler on this process (the measured phase only, not the start-up). */

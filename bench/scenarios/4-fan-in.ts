@@ -57,7 +57,7 @@ export async function fanIn(bench: Bench): Promise<Row[]> {
       reference.p99.push(percentile(d.toLast, 99));
       await gateway.child.call('sampleMemory');
       const f = await gateway.profiled(`wave-${rep + 1}`, () => wave(through, runs, plan.events));
-      const memory = await gateway.child.call<{ peakRss: number; maxRss: number }>('memoryPeak');
+      const memory = await gateway.child.call<{ peakRss: number; maxRss: number; atPeak: NodeJS.MemoryUsage }>('memoryPeak');
       figures.rate.push(f.runsPerSecond);
       figures.p50.push(percentile(f.toLast, 50));
       figures.p99.push(percentile(f.toLast, 99));
@@ -65,7 +65,7 @@ export async function fanIn(bench: Bench): Promise<Row[]> {
       figures.rss.push(memory.peakRss / MB);
       for (const error of new Set(f.errors)) bench.log(`  error: ${error}`);
       bench.log(
-        `  rep ${rep + 1}: ${f.runsPerSecond.toFixed(1)} runs/s (direct ${d.runsPerSecond.toFixed(1)}), last event p50 ${figures.p50.at(-1)!.toFixed(0)} ms p99 ${figures.p99.at(-1)!.toFixed(0)} ms, ${f.errors.length} errors, peak RSS ${figures.rss.at(-1)!.toFixed(0)} MB (max RSS since start ${(memory.maxRss / MB).toFixed(0)} MB)`,
+        `  rep ${rep + 1}: ${f.runsPerSecond.toFixed(1)} runs/s (direct ${d.runsPerSecond.toFixed(1)}), last event p50 ${figures.p50.at(-1)!.toFixed(0)} ms p99 ${figures.p99.at(-1)!.toFixed(0)} ms, ${f.errors.length} errors, peak RSS ${figures.rss.at(-1)!.toFixed(0)} MB (V8 heap ${(memory.atPeak.heapTotal / MB).toFixed(0)} MB of which used ${(memory.atPeak.heapUsed / MB).toFixed(0)} MB, external ${(memory.atPeak.external / MB).toFixed(0)} MB)`,
       );
     }
     const base = { scenario: 4, name: `${NAME} (${runs} runs × ${plan.events} events)` };

@@ -31,13 +31,10 @@ export interface Row {
 export interface Bench {
   quick: boolean;
   profile: boolean;
-  agent: Child;
   agentUrl: string;
   log(line: string): void;
   /** A fresh gateway process (fresh temp data dir); `name` names its CPU profile. */
   startGateway(mode: 'local' | 'aws', name: string): Promise<Gateway>;
-  /** An experiment replacing the local gateway (`--without-push-driver`, `--store-thread`), or none. */
-  experiment: GatewayMode | undefined;
 }
 
 export interface Gateway {

@@ -93,10 +93,21 @@ export type ThreadRef = Pick<Thread, 'tenant' | 'threadId'>;
 
 /**
  * One string for a thread across tenants, for store keys and thread-queue message groups: the
- * tenant URI-encoded (so it holds no "/"), a "/", then the thread id.
+ * tenant with its "%" and "/" escaped (so the first "/" ends it), a "/", then the thread id.
  */
 export function threadKey(thread: ThreadRef): string {
-  return `${encodeURIComponent(thread.tenant)}/${thread.threadId}`;
+  return `${thread.tenant.replaceAll('%', '%25').replaceAll('/', '%2F')}/${thread.threadId}`;
+}
+
+/**
+ * Ids a caller chooses (AG-UI thread and run ids, A2A message and push config ids) are 1 to 256
+ * characters: they become parts of store keys, which DynamoDB holds to 2 KB (1 KB for sort keys).
+ */
+export const MAX_CALLER_ID_LENGTH = 256;
+
+/** Why a caller's id cannot be taken, or nothing when it can. */
+export function callerIdProblem(name: string, id: string): string | undefined {
+  return id.length >= 1 && id.length <= MAX_CALLER_ID_LENGTH ? undefined : `${name} must be 1 to ${MAX_CALLER_ID_LENGTH} characters`;
 }
 
 /** One AG-UI event of a run, as stored: `seq` is 1, 2, … per run. */

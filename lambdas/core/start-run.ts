@@ -2,7 +2,7 @@ import type { RunAgentInput } from '@ag-ui/core';
 import { matchAnswer, namedAsks, type AskClosing } from './answers.js';
 import { isoNow, type CoreDeps } from './deps.js';
 import { ok, refuse, type Result } from './errors.js';
-import { threadKey, type Agent, type DoorName, type Principal, type Run, type Thread } from './model.js';
+import { callerIdProblem, threadKey, type Agent, type DoorName, type Principal, type Run, type Thread } from './model.js';
 import { openAsks } from './outcome.js';
 import { callerInput, sameInput } from './run-input.js';
 import { expireOpenAsks } from './expire-asks.js';
@@ -25,11 +25,15 @@ export interface StartedRun {
 /**
  * Accepts one input for a thread: either it answers every open ask of the thread's waiting run
  * (a new run whose parent is the asking run, never refused by the queue limit), or it is an
- * ordinary run that waits its turn in the thread queue.
+ * ordinary run that waits its turn in the thread queue. The thread is the tenant's: a thread id is
+ * unique within a tenant. Its tenant's limits are checked after the refusals that write nothing and
+ * before the first write; a run admitted and then refused gives its tenant's place back.
  */
 export async function startRun(deps: CoreDeps, request: StartRunRequest): Promise<Result<StartedRun>> {
   const { store } = deps;
   const input = callerInput(request.input);
+  const badId = callerIdProblem('threadId', input.threadId) ?? callerIdProblem('runId', input.runId);
+  if (badId) return refuse('invalid_input', badId);
   const agent = await store.getAgent(request.agentId);
   if (!agent) return refuse('agent_not_found', `no agent named "${request.agentId}"`);
 

@@ -18,7 +18,7 @@ export interface AppOptions {
   admin?: AdminOptions;
   /** The A2A door's settings: public URL, push sender (without one, no push notifications). */
   a2a?: A2aDoorOptions;
-  /** Largest request body accepted. */
+  /** Largest request body accepted (default 350 KB: what one run item can hold, with room for its record). */
   maxBodyBytes?: number;
   /** Logs unexpected errors (the caller gets a 500 with no detail). */
   onError?: (error: unknown) => void;
@@ -36,7 +36,8 @@ export function createApp(options: AppOptions) {
   app.use(
     '*',
     bodyLimit({
-      maxSize: options.maxBodyBytes ?? 1024 * 1024,
+      // A run's input is stored whole in one DynamoDB item, which holds at most 400 KB.
+      maxSize: options.maxBodyBytes ?? 350 * 1024,
       onError: (c) => {
         // The unread rest of the body is still on the socket: the connection cannot be reused.
         c.header('Connection', 'close');

@@ -16,6 +16,11 @@ export const ENV = {
    * name their endpoints by it, since a request reaching the function no longer carries the stage.
    */
   publicUrl: 'FUNDUQ_PUBLIC_URL',
+  /** Per-tenant limits; unset means none. */
+  tenantRunsPerMinute: 'FUNDUQ_TENANT_RUNS_PER_MINUTE',
+  tenantConcurrentRuns: 'FUNDUQ_TENANT_CONCURRENT_RUNS',
+  /** The JWT claim naming the caller's tenant (e.g. `custom:tenant`); unset, each subject is a tenant of its own. */
+  jwtTenantClaim: 'FUNDUQ_JWT_TENANT_CLAIM',
   /** The dispatcher function's name: the doors invoke it asynchronously for interjections. */
   dispatcherFunction: 'FUNDUQ_DISPATCHER_FUNCTION',
 } as const;

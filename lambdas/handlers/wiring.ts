@@ -84,7 +84,11 @@ export function createWiring(options: WiringOptions): { gateway: Gateway } {
     }),
     clock,
     ids,
-    settings: { threadQueueLimit: threadQueueLimit(env) },
+    settings: {
+      threadQueueLimit: wholeNumber(env, ENV.threadQueueLimit),
+      ...(env[ENV.tenantRunsPerMinute] ? { tenantRunsPerMinute: wholeNumber(env, ENV.tenantRunsPerMinute) } : {}),
+      ...(env[ENV.tenantConcurrentRuns] ? { tenantConcurrentRuns: wholeNumber(env, ENV.tenantConcurrentRuns) } : {}),
+    },
   });
   return { gateway };
 }
@@ -103,12 +107,6 @@ export function createStore(options: Pick<WiringOptions, 'env' | 'clients'>): Dy
 }
 
 /**
- * The routes API Gateway serves without a credential, which therefore arrive with no principal: the
- * agent card, how a caller learns which credential to bring (A2A discovery). It names no task.
- */
-const PUBLIC_ROUTE = /^\/a2a\/[^/]+\/\.well-known\/agent-card\.json$/;
-
-/**
  * Who is asking, from what API Gateway established before the request reached the door: the API
  * key (each key is a tenant of its own) or the JWT's subject, in the tenant its tenant claim names
  * (FUNDUQ_JWT_TENANT_CLAIM). `none` serves everyone as anonymous.
@@ -117,11 +115,10 @@ export function principalResolver(env: Environment): PrincipalResolver {
   const mode = env[ENV.apiAuth] ?? 'none';
   // The JWT claim that names the caller's tenant (a Cognito attribute: `custom:tenant`); unset, each
   // subject is a tenant of its own.
-  const tenantClaim = env.FUNDUQ_JWT_TENANT_CLAIM || undefined;
+  const tenantClaim = env[ENV.jwtTenantClaim] || undefined;
   return (c: Context) => {
     const context = (c.env as { requestContext?: ApiGatewayContext } | undefined)?.requestContext;
     if (mode === 'none') return ANONYMOUS;
-    if (c.req.method === 'GET' && PUBLIC_ROUTE.test(c.req.path)) return ANONYMOUS;
     if (mode === 'apiKey') {
       const key = context?.identity?.apiKeyId;
       return key ? principal(`apikey:${key}`) : undefined;
@@ -169,9 +166,9 @@ function principal(id: string): Principal {
   return { id, tenant: id };
 }
 
-function threadQueueLimit(env: Environment): number {
-  const value = Number(required(env, ENV.threadQueueLimit));
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${ENV.threadQueueLimit} must be a whole number from 1`);
+function wholeNumber(env: Environment, name: string): number {
+  const value = Number(required(env, name));
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number from 1`);
   return value;
 }
 

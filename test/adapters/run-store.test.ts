@@ -178,6 +178,113 @@ describe('DynamoRunStore: threads', () => {
   });
 });
 
+describe('DynamoRunStore: threads of tenants', () => {
+  it("keeps two tenants' threads of the same id apart: items, places, arrivals and runs", async () => {
+    const store = await dynamo.freshStore();
+    const acme = aThread({ threadId: 'shared', tenant: 'acme' });
+    const globex = aThread({ threadId: 'shared', tenant: 'globex', agentId: 'other' });
+
+    expect(await store.createThread(acme)).toBe(true);
+    expect(await store.createThread(globex)).toBe(true);
+    expect(await store.reserveArrival(acme, 1)).toBe(1);
+    expect(await store.reserveArrival(globex, 1)).toBe(1);
+    await store.createRun(aRun({ threadId: 'shared', tenant: 'acme', runId: 'run-acme' }));
+    await store.createRun(aRun({ threadId: 'shared', tenant: 'globex', runId: 'run-globex' }));
+
+    expect(await store.getThread({ tenant: 'globex', threadId: 'shared' })).toEqual({ ...globex, unsettled: 1, arrivals: 1 });
+    expect((await store.listThreadRuns(acme)).map((run) => run.runId)).toEqual(['run-acme']);
+    expect((await store.listThreadRuns(globex)).map((run) => run.runId)).toEqual(['run-globex']);
+    expect(await store.getThread({ tenant: 'initech', threadId: 'shared' })).toBeUndefined();
+  });
+
+  it('keeps tenants apart whose names share a prefix or hold separators', async () => {
+    const store = await dynamo.freshStore();
+    await store.createThread(aThread({ tenant: 'a/b', threadId: 'c' }));
+
+    expect(await store.getThread({ tenant: 'a', threadId: 'b/c' })).toBeUndefined();
+    expect(await store.createThread(aThread({ tenant: 'a', threadId: 'b/c' }))).toBe(true);
+  });
+});
+
+describe('DynamoRunStore: tenant admission', () => {
+  const minute = 29_000_000;
+
+  it('admits exactly the rate of a window of fifty concurrent runs, and writes nothing for the others', async () => {
+    const store = await dynamo.freshStore();
+
+    const results = await Promise.all(Array.from({ length: 50 }, () => store.admitTenantRun('acme', { window: minute, runsPerWindow: 7 })));
+
+    expect(results.filter((r) => r === 'admitted')).toHaveLength(7);
+    expect(results.filter((r) => r === 'rate_limited')).toHaveLength(43);
+    expect(await store.admitTenantRun('globex', { window: minute, runsPerWindow: 7 })).toBe('admitted');
+  });
+
+  it('starts the count again in a later window, and counts a run in the later window a faster clock opened', async () => {
+    const store = await dynamo.freshStore();
+    for (let i = 0; i < 2; i++) await store.admitTenantRun('acme', { window: minute, runsPerWindow: 2 });
+    expect(await store.admitTenantRun('acme', { window: minute, runsPerWindow: 2 })).toBe('rate_limited');
+
+    expect(await store.admitTenantRun('acme', { window: minute + 1, runsPerWindow: 2 })).toBe('admitted');
+    expect(await store.admitTenantRun('acme', { window: minute, runsPerWindow: 2 })).toBe('admitted');
+    expect(await store.admitTenantRun('acme', { window: minute, runsPerWindow: 2 })).toBe('rate_limited');
+  });
+
+  it('admits exactly the places of fifty concurrent runs, gives places back, and never goes below zero', async () => {
+    const store = await dynamo.freshStore();
+
+    const results = await Promise.all(Array.from({ length: 50 }, () => store.admitTenantRun('acme', { window: minute, places: 4 })));
+    expect(results.filter((r) => r === 'admitted')).toHaveLength(4);
+    expect(results.filter((r) => r === 'places_full')).toHaveLength(46);
+
+    await Promise.all(Array.from({ length: 9 }, () => store.releaseTenantPlace('acme')));
+    const again = await Promise.all(Array.from({ length: 6 }, () => store.admitTenantRun('acme', { window: minute, places: 4 })));
+    expect(again.filter((r) => r === 'admitted')).toHaveLength(4);
+  });
+
+  it('says places_full before rate_limited when both hold, and takes neither count when either does', async () => {
+    const store = await dynamo.freshStore();
+    const limits = { window: minute, runsPerWindow: 3, places: 1 };
+    expect(await store.admitTenantRun('acme', limits)).toBe('admitted');
+    expect(await store.admitTenantRun('acme', limits)).toBe('places_full');
+    await store.releaseTenantPlace('acme');
+    expect(await store.admitTenantRun('acme', limits)).toBe('admitted');
+    await store.releaseTenantPlace('acme');
+    // Two runs counted, not three: the refused one took nothing from the window.
+    expect(await store.admitTenantRun('acme', limits)).toBe('admitted');
+    await store.releaseTenantPlace('acme');
+    expect(await store.admitTenantRun('acme', limits)).toBe('rate_limited');
+  });
+
+  it('releases nothing for a tenant it never admitted, and does not create it', async () => {
+    const store = await dynamo.freshStore();
+    await store.releaseTenantPlace('ghost');
+    expect(await store.admitTenantRun('ghost', { window: minute, places: 1 })).toBe('admitted');
+    expect(await store.admitTenantRun('ghost', { window: minute, places: 1 })).toBe('places_full');
+  });
+
+  it('sets every tenant’s places on recovery, those it does not name to zero', async () => {
+    const store = await dynamo.freshStore();
+    for (const tenant of ['acme', 'globex']) {
+      for (let i = 0; i < 3; i++) await store.admitTenantRun(tenant, { window: minute, places: 3 });
+    }
+
+    await store.setTenantPlaces(new Map([['acme', 2]]));
+
+    expect(await store.admitTenantRun('acme', { window: minute, places: 3 })).toBe('admitted');
+    expect(await store.admitTenantRun('acme', { window: minute, places: 3 })).toBe('places_full');
+    const globex = await Promise.all(Array.from({ length: 4 }, () => store.admitTenantRun('globex', { window: minute, places: 3 })));
+    expect(globex.filter((r) => r === 'admitted')).toHaveLength(3);
+  });
+
+  it('keeps tenant items out of the run, agent and thread listings', async () => {
+    const store = await dynamo.freshStore();
+    await store.admitTenantRun('acme', { window: minute, runsPerWindow: 5, places: 5 });
+    expect(await store.listRunsByStatus('queued')).toEqual([]);
+    expect(await store.listAgents()).toEqual([]);
+    expect(await store.listRootRuns('acme', { limit: 10 })).toEqual({ runs: [] });
+  });
+});
+
 describe('DynamoRunStore: runs', () => {
   it('creates a run once: a second run with the same id is refused and changes nothing', async () => {
     const store = await dynamo.freshStore();
@@ -565,6 +672,14 @@ describe('DynamoRunStore: appending events when DynamoDB pushes back', () => {
 
     expect(seqs(await store.readEvents('run-1', 0))).toEqual(range(1, 20));
     expect(store.usage.writeRequests).toBe(4);
+  });
+
+  it('retries a batch DynamoDB throttles, with backoff, and stores every event', async () => {
+    const store = await storeWith((call) => (call <= 3 ? 'throttle' : 'pass'));
+
+    await store.appendEvents(events('run-1', 30));
+
+    expect(seqs(await store.readEvents('run-1', 0))).toEqual(range(1, 30));
   });
 
   it('gives up with store_unavailable when events stay unprocessed', async () => {

@@ -428,6 +428,21 @@ describe('least privilege', () => {
   });
 });
 
+describe('the tenant settings', () => {
+  it('reach every function that accepts runs as environment, and stay unset (no limit) by default', () => {
+    const { template } = synth({ tenantRunsPerMinute: 60, tenantConcurrentRuns: 5 });
+    for (const name of ['doors', 'doors-stream', 'dispatcher']) {
+      const fn = resources(template, 'AWS::Lambda::Function')[functionId(template, name)];
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        FUNDUQ_TENANT_RUNS_PER_MINUTE: '60',
+        FUNDUQ_TENANT_CONCURRENT_RUNS: '5',
+      });
+    }
+    const plain = resources(defaults.template, 'AWS::Lambda::Function')[functionId(defaults.template, 'doors')];
+    expect(plain.Properties.Environment.Variables).not.toHaveProperty('FUNDUQ_TENANT_RUNS_PER_MINUTE');
+  });
+});
+
 describe('the functions', () => {
   const { template } = defaults;
 

@@ -1,13 +1,26 @@
 import { Role, TaskState, type Message, type Part, type SendMessageRequest, type StreamResponse, type Task } from '@a2a-js/sdk';
-import { Client, ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
+import { Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 
 /** The bindings a stock client can pick from a funduq agent card. */
 export const BINDINGS = ['JSONRPC', 'HTTP+JSON'] as const;
 export type Binding = (typeof BINDINGS)[number];
 
-/** A stock A2A 1.0 client for an agent behind the gateway, on the binding asked for. */
-export async function a2aClient(gateway: { url: string }, binding: Binding, agentId = 'demo'): Promise<Client> {
-  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: [binding] }));
+/**
+ * A stock A2A 1.0 client for an agent behind the gateway, on the binding asked for; with an API
+ * key, every request it sends carries it (`x-api-key`).
+ */
+export async function a2aClient(gateway: { url: string }, binding: Binding, agentId = 'demo', apiKey?: string): Promise<Client> {
+  const fetchImpl: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    if (apiKey !== undefined) headers.set('x-api-key', apiKey);
+    return fetch(input, { ...init, headers });
+  };
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      preferredTransports: [binding],
+      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+    }),
+  );
   return factory.createFromUrl(`${gateway.url}/a2a/${agentId}/`);
 }
 

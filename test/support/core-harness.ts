@@ -4,6 +4,7 @@ import { InProcessThreadQueue } from '../../lambdas/adapters/local/thread-queue.
 import { createGateway, type Gateway } from '../../lambdas/core/gateway.js';
 import { ANONYMOUS, type Agent, type StoredEvent, type ThreadRef } from '../../lambdas/core/model.js';
 import type { AskTimer, Provider, RunStore } from '../../lambdas/core/ports.js';
+import type { CoreSettings } from '../../lambdas/core/settings.js';
 
 /** A clock the test moves by hand, so expiry is tested without sleeping. */
 export class FakeClock {
@@ -84,7 +85,10 @@ export interface Harness {
   settled(): Promise<void>;
 }
 
-export async function harness(store: RunStore, options: { threadQueueLimit?: number; threadId?: string } = {}): Promise<Harness> {
+export async function harness(
+  store: RunStore,
+  options: { threadQueueLimit?: number; threadId?: string; settings?: Partial<CoreSettings> } = {},
+): Promise<Harness> {
   const clock = new FakeClock();
   const timer = new ManualAskTimer();
   const queue = new InProcessThreadQueue((error) => {
@@ -102,7 +106,7 @@ export async function harness(store: RunStore, options: { threadQueueLimit?: num
     providers: { scripted: provider },
     clock,
     ids: { newId: () => `id-${++n}` },
-    settings: { threadQueueLimit: options.threadQueueLimit ?? 8 },
+    settings: { threadQueueLimit: options.threadQueueLimit ?? 8, ...options.settings },
   });
   queue.start((runId, beside) => gateway.dispatchRun(runId, beside));
   await store.putAgent(TEST_AGENT);

@@ -10,6 +10,7 @@ import { openMode } from '../../doors/principal.js';
 import { AgUiHttpProvider } from '../../providers/agui-http.js';
 import { DemoProvider } from '../../providers/demo.js';
 import { DynamoRunStore } from '../aws/dynamodb/run-store.js';
+import type { TableNames } from '../aws/dynamodb/tables.js';
 import { HttpPushSender, type PushSenderSettings } from '../http/push-sender.js';
 import { readAgentsFile } from './agents-file.js';
 import { InProcessAskTimer } from './ask-timer.js';
@@ -52,6 +53,8 @@ export interface LocalGateway {
   gateway: Gateway;
   queue: InProcessThreadQueue;
   pushes: InProcessPushDriver;
+  /** Where its DynamoDB (dynalite) listens, and the tables: for a look at the record from outside. */
+  dynamo: { endpoint: string; tables: TableNames };
   close(): Promise<void>;
 }
 
@@ -143,6 +146,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
     gateway,
     queue,
     pushes,
+    dynamo: { endpoint: dynalite.endpoint, tables: TABLES },
     async close() {
       timer.stop();
       await new Promise<void>((resolve) => {

@@ -2,7 +2,7 @@ import type { Message, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import { cancelRun } from '../cancel-run.js';
 import { isoNow, type CoreDeps } from '../deps.js';
 import { ok, refuse, type Refusal, type Result } from '../errors.js';
-import type { MessageClaim, Principal, PushConfig, Run } from '../model.js';
+import { callerIdProblem, type MessageClaim, type Principal, type PushConfig, type Run } from '../model.js';
 import { openAsks } from '../outcome.js';
 import type { PushSender } from '../ports.js';
 import { startRun } from '../start-run.js';
@@ -89,6 +89,8 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
   async function sendMessage(request: SendMessage): Promise<Result<Sent>> {
     const { message, principal, agentId } = request;
     if (!message.messageId) return refuse('invalid_input', 'message.messageId is required');
+    const badId = callerIdProblem('message.messageId', message.messageId);
+    if (badId) return refuse('invalid_input', badId);
     if (message.role === Roles.AGENT) return refuse('invalid_input', 'message.role is ROLE_AGENT: a caller sends ROLE_USER messages');
     if (!(await store.getAgent(agentId))) return refuse('agent_not_found', `no agent named "${agentId}"`);
 
@@ -111,6 +113,8 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
       threadId = thread.threadId;
     }
     if (request.push) {
+      const badConfigId = request.push.configId ? callerIdProblem('taskPushNotificationConfig.id', request.push.configId) : undefined;
+      if (badConfigId) return refuse('invalid_input', badConfigId);
       const vetted = await vetTarget(request.push.url);
       if (vetted) return vetted;
     }
@@ -312,6 +316,8 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
   async function createPushConfig(caller: Caller, taskId: string, target: PushTarget): Promise<Result<PushConfig>> {
     const found = await findTask(caller, taskId);
     if (!found.ok) return found;
+    const badId = target.configId ? callerIdProblem('id', target.configId) : undefined;
+    if (badId) return refuse('invalid_input', badId);
     const vetted = await vetTarget(target.url);
     if (vetted) return vetted;
     return ok(await putPushConfig(found.value.runId, caller.principal, target));

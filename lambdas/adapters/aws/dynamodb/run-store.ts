@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   BatchWriteCommand,
@@ -36,6 +37,9 @@ const BATCH_ATTEMPTS = 5;
 const BATCH_BACKOFF_MS = 50;
 
 const KB = 1024;
+/** DynamoDB's limits on a key attribute, in UTF-8 bytes (partition key, sort key). */
+const PARTITION_KEY_BYTES = 2048;
+const SORT_KEY_BYTES = 1024;
 const THREAD_ITEM = 'thread';
 const RUN_ITEM = 'run';
 const AGENT_PARTITION = 'agent';
@@ -462,6 +466,7 @@ export class DynamoRunStore implements RunStore {
   }
 
   async deletePushConfig(taskId: string, configId: string): Promise<boolean> {
+    if (!fitsKey(pushConfigKey(taskId, configId))) return false;
     this.usage.writeRequests++;
     this.usage.writeUnits += 1;
     const result = await this.doc.send(
@@ -525,6 +530,8 @@ export class DynamoRunStore implements RunStore {
   }
 
   private async get(key: Item): Promise<Item | undefined> {
+    // No item can be stored under a key DynamoDB refuses: an id that long names nothing.
+    if (!fitsKey(key)) return undefined;
     this.usage.readRequests++;
     const result = await this.doc.send(new GetCommand({ TableName: this.tables.runs, Key: key, ConsistentRead: true }));
     return result.Item;
@@ -647,7 +654,17 @@ function pushConfigKey(taskId: string, configId: string): Item {
 }
 
 function messageClaimKey(key: string): Item {
-  return { pk: `msg#${key}`, sk: MESSAGE_CLAIM_ITEM };
+  // The claim's key quotes caller ids: past DynamoDB's limit it is stored under its SHA-256.
+  const pk = `msg#${key}`;
+  return { pk: fits(pk, PARTITION_KEY_BYTES) ? pk : `msg#sha256:${createHash('sha256').update(key).digest('hex')}`, sk: MESSAGE_CLAIM_ITEM };
+}
+
+function fits(value: string, bytes: number): boolean {
+  return Buffer.byteLength(value) <= bytes;
+}
+
+function fitsKey(key: Item): boolean {
+  return fits(key.pk as string, PARTITION_KEY_BYTES) && fits(key.sk as string, SORT_KEY_BYTES);
 }
 
 function domain<T>(item: Item): T {

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import { createParser } from 'eventsource-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalGateway } from '../../lambdas/adapters/local/runtime.js';
+import { eventually } from '../support/core-harness.js';
+import { readSse, startTestGateway, userMessage, type SseEvent } from '../support/gateway.js';
+
+let gateway: LocalGateway;
+
+beforeAll(async () => {
+  gateway = await startTestGateway({ demoSlowIntervalMs: 30 });
+});
+afterAll(async () => {
+  await gateway?.close();
+});
+
+/** Reads the first `count` events of an SSE response, then goes away (the caller's connection drops). */
+async function readThenDrop(response: Response, count: number, controller: AbortController): Promise<SseEvent[]> {
+  const events: SseEvent[] = [];
+  const parser = createParser({ onEvent: (event) => events.push({ id: event.id, data: JSON.parse(event.data) as Record<string, unknown> }) });
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  while (events.length < count) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    parser.feed(decoder.decode(value, { stream: true }));
+  }
+  controller.abort();
+  return events.slice(0, count);
+}
+
+const json = (body: object) => ({ method: 'POST', headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' }, body: JSON.stringify(body) });
+
+describe('a caller that disconnects and comes back', () => {
+  it('reads every event it missed, none twice, on the AG-UI door (Last-Event-ID) and on the A2A door (SubscribeToTask from its cursor)', async () => {
+    // AG-UI: the run's stream, dropped after four events while the run goes on.
+    const threadId = `resume-${randomUUID()}`;
+    const runId = randomUUID();
+    const dropped = new AbortController();
+    const first = await fetch(`${gateway.url}/agui/demo`, {
+      ...json({ threadId, runId, messages: [userMessage('/slow 12')] }),
+      signal: dropped.signal,
+    });
+    const before = await readThenDrop(first, 4, dropped);
+    const resumed = await readSse(await fetch(`${gateway.url}/agui/demo/runs/${runId}/events`, { headers: { 'Last-Event-ID': before.at(-1)!.id! } }));
+    const whole = await readSse(await fetch(`${gateway.url}/agui/demo/runs/${runId}/events`));
+
+    const seen = [...before, ...resumed.events];
+    expect(seen.map((event) => Number(event.id))).toEqual(whole.events.map((_, i) => i + 1));
+    expect(seen).toEqual(whole.events);
+    expect(seen.at(-1)?.data.type).toBe('RUN_FINISHED');
+
+    // A2A: the task's stream (SendStreamingMessage), dropped after four updates while the task goes on.
+    const gone = new AbortController();
+    const message = { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: '/slow 12' }] };
+    const streaming = await fetch(`${gateway.url}/a2a/demo`, {
+      ...json({ jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: { message } }),
+      signal: gone.signal,
+    });
+    const updates = await readThenDrop(streaming, 4, gone);
+    const taskId = ((updates[0].data.result as { task: { id: string } }).task).id;
+    const subscribe = (cursor: string) =>
+      fetch(`${gateway.url}/a2a/demo`, { ...json({ jsonrpc: '2.0', id: 2, method: 'SubscribeToTask', params: { id: taskId } }), headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', 'Last-Event-ID': cursor } });
+    // Back while the task still runs: the Task as it stood at the cursor, then what came after.
+    const back = await readSse(await subscribe(updates.at(-1)!.id!));
+    await eventually(async () => expect((await gateway.gateway.deps.store.getRun(taskId))?.status).toBe('completed'));
+    // The reference: the whole task replayed from before its first event.
+    const everything = await readSse(await subscribe(`0@${taskId}`));
+
+    const cursors = (events: SseEvent[]) => events.map((event) => event.id);
+    const results = (events: SseEvent[]) => events.map((event) => event.data.result);
+    expect(back.events[0].id).toBe(updates.at(-1)!.id);
+    expect(cursors([...updates.slice(1), ...back.events.slice(1)])).toEqual(cursors(everything.events.slice(1)));
+    expect(results([...updates.slice(1), ...back.events.slice(1)])).toEqual(results(everything.events.slice(1)));
+    const last = back.events.at(-1)?.data.result as { statusUpdate?: { status: { state: string } } };
+    expect(last.statusUpdate?.status.state).toBe('TASK_STATE_COMPLETED');
+  });
+});
