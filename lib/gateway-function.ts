@@ -46,7 +46,8 @@ export class GatewayFunction extends Construct {
       runtime: lambda.Runtime.NODEJS_22_X,
       architecture: lambda.Architecture.ARM_64,
       timeout: props.timeout,
-      memorySize: props.memorySize ?? 512,
+      // The doors mostly hold streams open while waiting on the record: memory, not CPU, is billed.
+      memorySize: props.memorySize ?? 256,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       paramsAndSecrets: props.paramsAndSecrets,
       tracing: lambda.Tracing.ACTIVE,

@@ -21,6 +21,11 @@ export type DispatchResult = 'ran' | 'skipped' | 'dispatch_lost' | 'missing' | '
  */
 export async function dispatchRun(deps: CoreDeps, runId: string, beside = false): Promise<DispatchResult> {
   const { store } = deps;
+  // The common case is a queued run: it is marked running first, and read only when that fails.
+  if (!beside) {
+    const started = await startDispatch(deps, runId);
+    if (started) return started;
+  }
   const found = await store.getRun(runId);
   if (!found) return 'missing';
   if (beside && found.status === 'queued' && found.addressedRunId !== undefined) {
@@ -36,14 +41,15 @@ export async function dispatchRun(deps: CoreDeps, runId: string, beside = false)
     return 'dispatch_lost';
   }
   if (found.status !== 'queued') return 'skipped';
-  const run = await store.transitionRun(runId, ['queued'], { status: 'running', startedAt: isoNow(deps) });
-  if (!run) return 'skipped';
-  deps.feed.publish({ kind: 'status', runId, run });
+  return (await startDispatch(deps, runId, beside)) ?? 'skipped';
+}
 
-  const recorder = new EventRecorder(runId, 0, store, deps.feed);
-  const transcript = new RunTranscript();
+/** Marks a queued run running and runs it to its end; undefined when the run was not queued. */
+async function startDispatch(deps: CoreDeps, runId: string, beside = false): Promise<DispatchResult | undefined> {
+  const { store } = deps;
   const stop = new AbortController();
   let cancelRequested = false;
+  // Subscribed before the run is marked running, so a cancel that follows cannot slip between.
   const unsubscribe = deps.feed.subscribe(runId, (change) => {
     if (change.kind === 'status' && change.run.status === 'cancelling') {
       cancelRequested = true;
@@ -51,13 +57,13 @@ export async function dispatchRun(deps: CoreDeps, runId: string, beside = false)
     }
   });
   let failure: { code: string; message: string } | undefined;
+  const recorder = new EventRecorder(runId, 0, store, deps.feed);
+  const transcript = new RunTranscript();
+  let run: Run | undefined;
   try {
-    // A cancel that landed between the start and the subscription is read from the record.
-    const current = await store.getRun(runId);
-    if (current?.status === 'cancelling') {
-      cancelRequested = true;
-      stop.abort();
-    }
+    run = await store.transitionRun(runId, ['queued'], { status: 'running', startedAt: isoNow(deps) });
+    if (!run) return undefined;
+    deps.feed.publish({ kind: 'status', runId, run });
     failure = await relay(deps, run, recorder, transcript, stop, beside);
   } finally {
     unsubscribe();

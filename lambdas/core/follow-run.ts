@@ -33,20 +33,31 @@ export async function* followRun(
   signal?.addEventListener('abort', rouse, { once: true });
   try {
     latest = (await deps.store.getRun(runId)) ?? latest;
+    // The stored log is read at the start, past a full page, and when what the feed handed over
+    // does not follow the cursor; otherwise a wake that only changed the status costs no read.
+    let mustRead = true;
     while (!signal?.aborted) {
       const seen = changes;
       const handed = fresh.filter((e) => e.seq > cursor);
       fresh = [];
-      // Handed-over events are used only when they follow the cursor without a gap.
-      const batch =
-        handed.length > 0 && handed[0].seq === cursor + 1 ? handed : await deps.store.readEvents(runId, cursor, PAGE);
+      const behind = latest !== undefined && isTerminal(latest.status) && cursor < (latest.lastSeq ?? 0);
+      const follows = handed.length > 0 && handed[0].seq === cursor + 1;
+      const batch: StoredEvent[] = follows
+        ? handed
+        : mustRead || handed.length > 0 || behind
+          ? await deps.store.readEvents(runId, cursor, PAGE)
+          : [];
+      mustRead = !follows && batch.length === PAGE;
       const settled = latest !== undefined && isTerminal(latest.status);
       let progressed = false;
       for (const stored of batch) {
         if (stored.seq <= cursor) continue;
         // Batches are written in parallel, so a later seq can be visible before an earlier one; a
         // live reader stops at the gap and is woken when the whole batch is stored.
-        if (stored.seq !== cursor + 1 && !settled) break;
+        if (stored.seq !== cursor + 1 && !settled) {
+          mustRead = true;
+          break;
+        }
         cursor = stored.seq;
         progressed = true;
         yield stored;

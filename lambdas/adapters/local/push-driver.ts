@@ -1,14 +1,20 @@
 import type { CoreDeps } from '../../core/deps.js';
 import { deliverPush, planPush, type PushPlan } from '../../core/a2a/push.js';
+import { isTerminal, type Run } from '../../core/model.js';
 import type { PushSender, RunChange } from '../../core/ports.js';
 
 /**
  * Push notifications on one machine, driven by the in-process change feed. Changes are planned
  * one after another in the order they were published; each task's notifications are then
  * delivered in that order, so a slow receiver (retrying with backoff) holds up its own task only.
+ * Planning reads the store, on the same thread as the relay: changes that pile up while it works
+ * are planned together (a run's consecutive event batches as one), and a running run is known
+ * from its last status change rather than read again.
  */
 export class InProcessPushDriver {
-  private planning: Promise<void> = Promise.resolve();
+  private pending: RunChange[] = [];
+  private planning: Promise<void> | undefined;
+  private readonly running = new Map<string, Run>();
   private readonly deliveries = new Map<string, Promise<void>>();
 
   constructor(
@@ -18,16 +24,32 @@ export class InProcessPushDriver {
   ) {}
 
   onChange(change: RunChange): void {
-    this.planning = this.planning
-      .then(() => planPush(this.deps, change))
-      .then((plan) => plan && this.deliver(plan))
-      .catch(this.onError);
+    this.pending.push(change);
+    this.planning ??= this.plan();
   }
 
   /** Resolves when everything published so far was planned and delivered (or given up on). */
   async idle(): Promise<void> {
-    await this.planning;
+    while (this.planning) await this.planning;
     while (this.deliveries.size > 0) await Promise.all([...this.deliveries.values()]);
+  }
+
+  private async plan(): Promise<void> {
+    while (this.pending.length > 0) {
+      for (const change of coalesce(this.pending.splice(0))) {
+        if (change.kind === 'status') {
+          if (isTerminal(change.run.status)) this.running.delete(change.runId);
+          else this.running.set(change.runId, change.run);
+        }
+        try {
+          const plan = await planPush(this.deps, change, this.running.get(change.runId));
+          if (plan) this.deliver(plan);
+        } catch (error) {
+          this.onError(error);
+        }
+      }
+    }
+    this.planning = undefined;
   }
 
   private deliver(plan: PushPlan): void {
@@ -38,4 +60,18 @@ export class InProcessPushDriver {
       if (this.deliveries.get(plan.taskId) === next) this.deliveries.delete(plan.taskId);
     });
   }
+}
+
+/** Consecutive event batches of one run become one change; order is otherwise kept. */
+function coalesce(changes: RunChange[]): RunChange[] {
+  const merged: RunChange[] = [];
+  for (const change of changes) {
+    const last = merged.at(-1);
+    if (change.kind === 'events' && last?.kind === 'events' && last.runId === change.runId) {
+      merged[merged.length - 1] = { ...last, events: [...last.events, ...change.events] };
+    } else {
+      merged.push(change);
+    }
+  }
+  return merged;
 }

@@ -1,5 +1,6 @@
 import type { StreamResponse } from '@a2a-js/sdk';
 import { isoNow, type CoreDeps } from '../deps.js';
+import type { Run } from '../model.js';
 import type { PushNotification, PushSender, RunChange } from '../ports.js';
 import { lineageOf } from './lineage.js';
 import { beforeEvents, replayRun, TaskProjection } from './projection.js';
@@ -16,10 +17,15 @@ export interface PushPlan {
  * push the artifact chunks and funduq-only events they carry (and WORKING when a run starts); a
  * run's status change pushes the task's status, except `running`, whose RUN_STARTED says it.
  */
-export async function planPush(deps: Pick<CoreDeps, 'store'>, change: RunChange): Promise<PushPlan | undefined> {
+export async function planPush(
+  deps: Pick<CoreDeps, 'store'>,
+  change: RunChange,
+  /** The changed run as its last status change showed it, when the caller kept it: saves a read per batch of events. */
+  known?: Run,
+): Promise<PushPlan | undefined> {
   const { store } = deps;
   if (change.kind === 'status' && change.run.status === 'running') return undefined;
-  const run = change.kind === 'status' ? change.run : await store.getRun(change.runId);
+  const run = change.kind === 'status' ? change.run : (known ?? (await store.getRun(change.runId)));
   if (!run) return undefined;
   const configs = await store.listPushConfigs(run.rootRunId);
   if (configs.length === 0) return undefined;
