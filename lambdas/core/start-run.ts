@@ -34,15 +34,17 @@ export async function startRun(deps: CoreDeps, request: StartRunRequest): Promis
   const input = callerInput(request.input);
   const badId = callerIdProblem('threadId', input.threadId) ?? callerIdProblem('runId', input.runId);
   if (badId) return refuse('invalid_input', badId);
-  const agent = await store.getAgent(request.agentId);
+  const ref = { tenant: request.principal.tenant, threadId: input.threadId };
+  // Three independent reads, in parallel: they are most of the time to a run's first event.
+  const [agent, existing, thread] = await Promise.all([
+    store.getAgent(request.agentId),
+    store.getRun(input.runId),
+    store.getThread(ref),
+  ]);
   if (!agent) return refuse('agent_not_found', `no agent named "${request.agentId}"`);
-
-  const existing = await store.getRun(input.runId);
   if (existing) return attach(existing, request, input);
   if (agent.status === 'disabled') return refuse('agent_disabled', `agent "${request.agentId}" is disabled: it takes no new runs`);
 
-  const ref = { tenant: request.principal.tenant, threadId: input.threadId };
-  const thread = await store.getThread(ref);
   if (thread && thread.agentId !== request.agentId) {
     return refuse('thread_agent_mismatch', `thread "${input.threadId}" belongs to agent "${thread.agentId}"`);
   }
