@@ -115,6 +115,11 @@ export interface StoredEvent {
   runId: string;
   seq: number;
   event: AgUiEventRecord;
+  /**
+   * The event as JSON, when the store already wrote or read it so: framing reuses it instead of
+   * serialising the event again (the relay's hot path).
+   */
+  json?: string;
 }
 
 /** An AG-UI event as JSON; unknown event types are kept untouched. */

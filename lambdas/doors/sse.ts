@@ -17,7 +17,7 @@ export function sseStream(
   follow: (signal: AbortSignal) => AsyncIterable<StoredEvent>,
   options: SseOptions,
 ): ReadableStream<Uint8Array> {
-  return eventStream(follow, (stored) => `id: ${stored.seq}\ndata: ${JSON.stringify(stored.event)}\n\n`, options);
+  return eventStream(follow, (stored) => `id: ${stored.seq}\ndata: ${stored.json ?? JSON.stringify(stored.event)}\n\n`, options);
 }
 
 /**

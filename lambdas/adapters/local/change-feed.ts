@@ -16,7 +16,7 @@ export class InProcessChangeFeed implements ChangeFeed {
     set.add(listener);
     return () => {
       set.delete(listener);
-      if (set.size === 0) this.listeners.delete(runId);
+      if (set.size === 0 && this.listeners.get(runId) === set) this.listeners.delete(runId);
     };
   }
 

@@ -362,7 +362,12 @@ export class DynamoRunStore implements RunStore {
     const batches: Item[][] = [];
     for (let i = 0; i < events.length; i += BATCH_SIZE) {
       // `e` is a string: one JSON.stringify here is far cheaper than marshalling the event as a map.
-      batches.push(events.slice(i, i + BATCH_SIZE).map(({ runId, seq, event }) => ({ runId, seq, e: JSON.stringify(event) })));
+      batches.push(
+        events.slice(i, i + BATCH_SIZE).map((stored) => {
+          stored.json ??= JSON.stringify(stored.event);
+          return { runId: stored.runId, seq: stored.seq, e: stored.json };
+        }),
+      );
     }
     // Every batch is done before the caller hears of one that failed: none is still on its way when
     // the caller writes after what is stored (a run's closing RUN_ERROR).
@@ -391,7 +396,7 @@ export class DynamoRunStore implements RunStore {
         }),
       );
       for (const item of page.Items ?? []) {
-        events.push({ runId, seq: item.seq as number, event: JSON.parse(item.e as string) });
+        events.push({ runId, seq: item.seq as number, event: JSON.parse(item.e as string), json: item.e as string });
       }
       start = page.LastEvaluatedKey;
     } while (start);
