@@ -2,6 +2,7 @@ import type { Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT, type LocalGateway } from '../../lambdas/adapters/local/runtime.js';
+import { ADDRESSED_RUN_ID_KEY } from '../../lambdas/core/interjection.js';
 import { ANONYMOUS } from '../../lambdas/core/model.js';
 import {
   a2aClient,
@@ -281,6 +282,24 @@ describe.each(BINDINGS)('the A2A door over %s', (binding) => {
     await eventually(async () => expect(stateName((await client.getTask({ id: running.id, tenant: '' })).status?.state)).toBe('TASK_STATE_COMPLETED'), 10_000);
     const later = asTask(await client.sendMessage(send(userMessage('now there is room', { contextId }))));
     expect(artifactTexts(later)).toEqual(['echo: now there is room']);
+  });
+});
+
+describe('an interjection through A2A', () => {
+  it('is dispatched beside the running task it names by request metadata, which keeps running', async () => {
+    await gateway.gateway.deps.store.putAgent({ ...DEMO_AGENT, id: 'joiner', takesInterjections: true });
+    const client = await a2aClient(gateway, 'JSONRPC', 'joiner');
+    const running = asTask(await client.sendMessage(send(userMessage('/slow 300'), { returnImmediately: true })));
+    await eventually(async () => expect(stateName((await client.getTask({ id: running.id, tenant: '' })).status?.state)).toBe('TASK_STATE_WORKING'));
+
+    const joined = asTask(
+      await client.sendMessage(send(userMessage('also this', { contextId: running.contextId }), {}, { [ADDRESSED_RUN_ID_KEY]: running.id })),
+    );
+    expect(stateName(joined.status?.state)).toBe('TASK_STATE_COMPLETED');
+    expect(artifactTexts(joined)).toEqual(['echo: also this']);
+    expect(stateName((await client.getTask({ id: running.id, tenant: '' })).status?.state)).toBe('TASK_STATE_WORKING');
+    await client.cancelTask({ id: running.id, tenant: '', metadata: {} });
+    await eventually(async () => expect(stateName((await client.getTask({ id: running.id, tenant: '' })).status?.state)).toBe('TASK_STATE_CANCELED'));
   });
 });
 
