@@ -1,20 +1,25 @@
 import type { CoreDeps } from '../../core/deps.js';
 import { deliverPush, planPush, type PushPlan } from '../../core/a2a/push.js';
 import { isTerminal, type Run } from '../../core/model.js';
-import type { PushSender, RunChange } from '../../core/ports.js';
+import type { PushConfig } from '../../core/model.js';
+import type { PushSender, RunChange, RunStore } from '../../core/ports.js';
 
 /**
  * Push notifications on one machine, driven by the in-process change feed. Changes are planned
  * one after another in the order they were published; each task's notifications are then
  * delivered in that order, so a slow receiver (retrying with backoff) holds up its own task only.
  * Planning reads the store, on the same thread as the relay: changes that pile up while it works
- * are planned together (a run's consecutive event batches as one), and a running run is known
- * from its last status change rather than read again.
+ * are planned together (a run's consecutive event batches as one), a running run is known from
+ * its last status change rather than read again, and whether a task has push configs at all is
+ * asked once (this process writes every config, see `noticingPushConfigs`), so the common task,
+ * with none, costs the relay no reads.
  */
 export class InProcessPushDriver {
   private pending: RunChange[] = [];
   private planning: Promise<void> | undefined;
   private readonly running = new Map<string, Run>();
+  /** By task id: whether it has push configs, while its runs are being planned. */
+  private readonly configured = new Map<string, boolean>();
   private readonly deliveries = new Map<string, Promise<void>>();
 
   constructor(
@@ -28,6 +33,11 @@ export class InProcessPushDriver {
     this.planning ??= this.plan();
   }
 
+  /** A task's push configs were written or removed: ask the store again. */
+  configsChanged(taskId: string): void {
+    this.configured.delete(taskId);
+  }
+
   /** Resolves when everything published so far was planned and delivered (or given up on). */
   async idle(): Promise<void> {
     while (this.planning) await this.planning;
@@ -37,19 +47,32 @@ export class InProcessPushDriver {
   private async plan(): Promise<void> {
     while (this.pending.length > 0) {
       for (const change of coalesce(this.pending.splice(0))) {
-        if (change.kind === 'status') {
-          if (isTerminal(change.run.status)) this.running.delete(change.runId);
-          else this.running.set(change.runId, change.run);
-        }
+        const settled = change.kind === 'status' && isTerminal(change.run.status);
+        if (change.kind === 'status' && !settled) this.running.set(change.runId, change.run);
         try {
-          const plan = await planPush(this.deps, change, this.running.get(change.runId));
-          if (plan) this.deliver(plan);
+          const run = change.kind === 'status' ? change.run : (this.running.get(change.runId) ?? (await this.deps.store.getRun(change.runId)));
+          if (run && (await this.hasConfigs(run.rootRunId))) {
+            const plan = await planPush(this.deps, change, run);
+            if (plan) this.deliver(plan);
+          }
+          // A settled run's task may be answered later: it is asked about again then.
+          if (run && settled) this.configured.delete(run.rootRunId);
         } catch (error) {
           this.onError(error);
         }
+        if (settled) this.running.delete(change.runId);
       }
     }
     this.planning = undefined;
+  }
+
+  private async hasConfigs(taskId: string): Promise<boolean> {
+    let has = this.configured.get(taskId);
+    if (has === undefined) {
+      has = (await this.deps.store.listPushConfigs(taskId)).length > 0;
+      this.configured.set(taskId, has);
+    }
+    return has;
   }
 
   private deliver(plan: PushPlan): void {
@@ -74,4 +97,30 @@ function coalesce(changes: RunChange[]): RunChange[] {
     }
   }
   return merged;
+}
+
+/**
+ * The store as the gateway uses it, telling `changed` of every push config written or removed:
+ * on one machine every config passes through here, so the push driver can trust what it was told.
+ */
+export function noticingPushConfigs(store: RunStore, changed: (taskId: string) => void): RunStore {
+  return new Proxy(store, {
+    get(target, key) {
+      if (key === 'putPushConfig') {
+        return async (config: PushConfig) => {
+          await target.putPushConfig(config);
+          changed(config.taskId);
+        };
+      }
+      if (key === 'deletePushConfig') {
+        return async (taskId: string, configId: string) => {
+          const removed = await target.deletePushConfig(taskId, configId);
+          changed(taskId);
+          return removed;
+        };
+      }
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }

@@ -15,7 +15,7 @@ import { HttpPushSender, type PushSenderSettings } from '../http/push-sender.js'
 import { readAgentsFile } from './agents-file.js';
 import { InProcessAskTimer } from './ask-timer.js';
 import { InProcessChangeFeed } from './change-feed.js';
-import { InProcessPushDriver } from './push-driver.js';
+import { InProcessPushDriver, noticingPushConfigs } from './push-driver.js';
 import { ensureTables, localDynamoClient, startDynalite } from './dynalite.js';
 import { InProcessThreadQueue } from './thread-queue.js';
 
@@ -82,7 +82,9 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
   const dynalite = await startDynalite({ path: settings.dataDir });
   const client = localDynamoClient(dynalite.endpoint);
   await ensureTables(client, TABLES);
-  const store = new DynamoRunStore({ client, tables: TABLES });
+  const records = new DynamoRunStore({ client, tables: TABLES });
+  // The push driver is told of every config written, so runs of tasks without one cost it no reads.
+  const store = noticingPushConfigs(records, (taskId) => pushes.configsChanged(taskId));
   const report = (what: string) => (error: unknown, runId: string) =>
     log(`${what}${runId ? ` ${runId}` : ''} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   const queue = new InProcessThreadQueue(report('dispatch of run'));
