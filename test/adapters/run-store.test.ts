@@ -1,9 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { BatchWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DynamoRunStore } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
 import { ensureTables, localDynamoClient, startDynalite } from '../../lambdas/adapters/local/dynalite.js';
 import { StoreUnavailable } from '../../lambdas/core/errors.js';
@@ -627,46 +625,7 @@ describe('DynamoRunStore: run events', () => {
 });
 
 describe('DynamoRunStore: appending events when DynamoDB pushes back', () => {
-  type Fault = (call: number, input: BatchWriteCommandInput) => 'pass' | 'leave-half' | 'leave-all' | 'throttle';
-
-  const clients: DynamoDBClient[] = [];
-  afterAll(() => clients.forEach((client) => client.destroy()));
-
-  /** A store whose BatchWriteItem calls go through `fault` first, as DynamoDB would answer under load. */
-  async function storeWith(fault: Fault): Promise<DynamoRunStore> {
-    const client = localDynamoClient(dynamo.endpoint);
-    clients.push(client);
-    let calls = 0;
-    // At `initialize` the input is still plain JSON (the document client marshals later), so a
-    // short-circuited answer looks to the store exactly like the document client's own.
-    client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName !== 'BatchWriteItemCommand') return next(args);
-        calls += 1;
-        const input = args.input as BatchWriteCommandInput;
-        const [table, requests] = Object.entries(input.RequestItems!)[0];
-        switch (fault(calls, input)) {
-          case 'pass':
-            return next(args);
-          case 'throttle':
-            throw Object.assign(new Error('Throughput exceeds the current capacity'), {
-              name: 'ProvisionedThroughputExceededException',
-              $fault: 'client',
-              $metadata: {},
-            });
-          case 'leave-all':
-            return { output: { UnprocessedItems: { [table]: requests }, $metadata: {} }, response: {} } as never;
-          case 'leave-half': {
-            const half = Math.ceil(requests.length / 2);
-            const result = await next({ ...args, input: { RequestItems: { [table]: requests.slice(0, half) } } });
-            return { ...result, output: { ...(result.output as object), UnprocessedItems: { [table]: requests.slice(half) } } } as never;
-          }
-        }
-      },
-      { step: 'initialize', name: 'dynamoPushesBack' },
-    );
-    return new DynamoRunStore({ client, tables: await dynamo.freshTables() });
-  }
+  const storeWith = dynamo.storeWithWriteFaults;
 
   it('writes the events DynamoDB left unprocessed on a later attempt', async () => {
     const store = await storeWith((call) => (call <= 3 ? 'leave-half' : 'pass'));

@@ -1,38 +1,12 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, describe, expect, it } from 'vitest';
-import { DynamoRunStore } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
-import { localDynamoClient } from '../../lambdas/adapters/local/dynalite.js';
+import { describe, expect, it } from 'vitest';
 import type { StoredEvent } from '../../lambdas/core/model.js';
 import { eventually, Gate, harness, lastText, replyEvents, type Harness } from '../support/core-harness.js';
 import { useDynalite } from '../support/dynalite.js';
 
 const dynamo = useDynalite();
-const clients: DynamoDBClient[] = [];
-afterAll(() => clients.forEach((client) => client.destroy()));
-
-/**
- * A real DynamoRunStore on dynalite whose event writes (BatchWriteItem) DynamoDB throttles while
- * `throttles(call)` says so: the store's own retries and backoff are what is under test, so the
- * refusal is made before the SDK's retry step.
- */
-async function throttlingStore(throttles: (call: number) => boolean): Promise<DynamoRunStore> {
-  const client = localDynamoClient(dynamo.endpoint);
-  clients.push(client);
-  let calls = 0;
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (context.commandName !== 'BatchWriteItemCommand') return next(args);
-      calls += 1;
-      if (!throttles(calls)) return next(args);
-      throw Object.assign(new Error('The level of configured provisioned throughput for the table was exceeded'), {
-        name: 'ProvisionedThroughputExceededException',
-        $fault: 'client',
-        $metadata: {},
-      });
-    },
-    { step: 'initialize', name: 'throttledWrites' },
-  );
-  return new DynamoRunStore({ client, tables: await dynamo.freshTables() });
+/** A real store on dynalite whose event writes DynamoDB throttles while `throttles(call)` says so. */
+function throttlingStore(throttles: (call: number) => boolean) {
+  return dynamo.storeWithWriteFaults((call) => (throttles(call) ? 'throttle' : 'pass'));
 }
 
 async function readToEnd(h: Harness, runId: string): Promise<StoredEvent[]> {

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { createParser } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalGateway } from '../../lambdas/adapters/local/runtime.js';
 import { eventually } from '../support/core-harness.js';
-import { readSse, startTestGateway, userMessage, type SseEvent } from '../support/gateway.js';
+import { readFirstSse, readSse, startTestGateway, userMessage, type SseEvent } from '../support/gateway.js';
 
 let gateway: LocalGateway;
 
@@ -16,17 +15,9 @@ afterAll(async () => {
 
 /** Reads the first `count` events of an SSE response, then goes away (the caller's connection drops). */
 async function readThenDrop(response: Response, count: number, controller: AbortController): Promise<SseEvent[]> {
-  const events: SseEvent[] = [];
-  const parser = createParser({ onEvent: (event) => events.push({ id: event.id, data: JSON.parse(event.data) as Record<string, unknown> }) });
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  while (events.length < count) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    parser.feed(decoder.decode(value, { stream: true }));
-  }
+  const events = await readFirstSse(response, count);
   controller.abort();
-  return events.slice(0, count);
+  return events;
 }
 
 const json = (body: object) => ({ method: 'POST', headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' }, body: JSON.stringify(body) });

@@ -3,10 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { createParser } from 'eventsource-parser';
 import { afterAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/core-harness.js';
-import { aguiAgent, assistantText, readSse, userMessage, type SseEvent } from '../support/gateway.js';
+import { aguiAgent, assistantText, readFirstSse, readSse, userMessage } from '../support/gateway.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const dataDir = mkdtempSync(join(tmpdir(), 'funduq-e2e-'));
@@ -72,7 +71,7 @@ describe('npm start', () => {
         body: JSON.stringify({ threadId, runId, messages: [userMessage(text)] }),
       });
     const long = await post('crash-long', '/slow 600');
-    const seenBeforeKill = await readSome(long, 4);
+    const seenBeforeKill = await readFirstSse(long, 4);
     // Each POST answers (headers) once its run is accepted, so awaiting them fixes the arrival order.
     expect((await post('crash-next-1', 'next one')).status).toBe(200);
     expect((await post('crash-next-2', 'and the one after')).status).toBe(200);
@@ -131,17 +130,3 @@ describe('npm start', () => {
     expect(output).not.toContain('key-0123456789');
   }, 60_000);
 });
-
-/** Reads the first `count` events of a run's stream and keeps the connection open (it dies with the gateway). */
-async function readSome(response: Response, count: number): Promise<SseEvent[]> {
-  const events: SseEvent[] = [];
-  const parser = createParser({ onEvent: (event) => events.push({ id: event.id, data: JSON.parse(event.data) as Record<string, unknown> }) });
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  while (events.length < count) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    parser.feed(decoder.decode(value, { stream: true }));
-  }
-  return events.slice(0, count);
-}

@@ -1,4 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { BatchWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll } from 'vitest';
 import { DynamoRunStore } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
 import type { TableNames } from '../../lambdas/adapters/aws/dynamodb/tables.js';
@@ -8,6 +9,9 @@ import { ensureTables, localDynamoClient, startDynalite, type LocalDynamo } from
  * One in-memory dynalite for the test file. Every `freshTables()` / `freshStore()` gets tables of
  * its own, so tests share a server but never a row.
  */
+/** How DynamoDB answers one BatchWriteItem call: as asked, part or all of it left unprocessed, or throttled. */
+export type WriteFault = (call: number, input: BatchWriteCommandInput) => 'pass' | 'leave-half' | 'leave-all' | 'throttle';
+
 export function useDynalite() {
   let dynamo: LocalDynamo | undefined;
   let client: DynamoDBClient | undefined;
@@ -18,8 +22,11 @@ export function useDynalite() {
     client = localDynamoClient(dynamo.endpoint);
   });
 
+  const faultyClients: DynamoDBClient[] = [];
+
   afterAll(async () => {
     client?.destroy();
+    for (const faulty of faultyClients) faulty.destroy();
     await dynamo?.close();
   });
 
@@ -42,6 +49,44 @@ export function useDynalite() {
     freshTables,
     async freshStore(): Promise<DynamoRunStore> {
       return new DynamoRunStore({ client: started().client, tables: await freshTables() });
+    },
+    /**
+     * A store on fresh tables whose BatchWriteItem calls go through `fault` first, as DynamoDB
+     * answers under load. The refusal is made before the SDK's retry step, so the store's own
+     * retries and backoff are what is under test; at `initialize` the input is still plain JSON
+     * (the document client marshals later), so a short-circuited answer looks like its own.
+     */
+    async storeWithWriteFaults(fault: WriteFault): Promise<DynamoRunStore> {
+      const faulty = localDynamoClient(started().dynamo.endpoint);
+      faultyClients.push(faulty);
+      let calls = 0;
+      faulty.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (context.commandName !== 'BatchWriteItemCommand') return next(args);
+          calls += 1;
+          const input = args.input as BatchWriteCommandInput;
+          const [table, requests] = Object.entries(input.RequestItems!)[0];
+          switch (fault(calls, input)) {
+            case 'pass':
+              return next(args);
+            case 'throttle':
+              throw Object.assign(new Error('The level of configured provisioned throughput for the table was exceeded'), {
+                name: 'ProvisionedThroughputExceededException',
+                $fault: 'client',
+                $metadata: {},
+              });
+            case 'leave-all':
+              return { output: { UnprocessedItems: { [table]: requests }, $metadata: {} }, response: {} } as never;
+            case 'leave-half': {
+              const half = Math.ceil(requests.length / 2);
+              const result = await next({ ...args, input: { RequestItems: { [table]: requests.slice(0, half) } } });
+              return { ...result, output: { ...(result.output as object), UnprocessedItems: { [table]: requests.slice(half) } } } as never;
+            }
+          }
+        },
+        { step: 'initialize', name: 'dynamoPushesBack' },
+      );
+      return new DynamoRunStore({ client: faulty, tables: await freshTables() });
     },
   };
 }

@@ -47,3 +47,17 @@ export async function readSse(response: Response): Promise<{ events: SseEvent[];
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
   return { events, comments };
 }
+
+/** Reads the first `count` events of an SSE response and leaves the rest unread (the connection stays open). */
+export async function readFirstSse(response: Response, count: number): Promise<SseEvent[]> {
+  const events: SseEvent[] = [];
+  const parser = createParser({ onEvent: (event) => events.push({ id: event.id, data: JSON.parse(event.data) as Record<string, unknown> }) });
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  while (events.length < count) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    parser.feed(decoder.decode(value, { stream: true }));
+  }
+  return events.slice(0, count);
+}
