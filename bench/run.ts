@@ -6,8 +6,8 @@
  *   --profile               V8's CPU profiler around each measured phase, in the gateway's
  *                           process: bench/profiles/*.cpuprofile, summarised by layer
  *   --only 1,3              some scenarios (written to results-only-1-3.json)
- *   --without-push-driver   experiments on the local gateway, rebuilt in bench/ (written to
- *   --store-thread          results-<experiment>.json; see processes/gateway.ts)
+ *   --without-push-driver   an experiment on the local gateway, rebuilt in bench/ (written to
+ *                           results-<experiment>.json; see processes/gateway.ts)
  * Exits non-zero only when a scenario could not run; a missed target is a figure, not a failure.
  */
 import { cpus, loadavg, totalmem, type as osType, release } from 'node:os';
@@ -34,10 +34,6 @@ const EXPERIMENTS: Record<string, { mode: GatewayMode; what: string }> = {
   '--without-push-driver': {
     mode: 'local-without-push-driver',
     what: "the local wiring without the in-process push driver (which reads the store on every change of every run)",
-  },
-  '--store-thread': {
-    mode: 'local-store-thread',
-    what: "the local wiring without the push driver, and dynalite on a worker thread instead of the gateway's own",
   },
 };
 const experimentFlag = Object.keys(EXPERIMENTS).find((flag) => args.includes(flag));

@@ -1,15 +1,14 @@
 /**
  * The gateway under test, in a process of its own so that its CPU profile and peak RSS are the
  * gateway's alone. Two shapes:
- * - `local`: `startLocalGateway`, exactly what `npm start` runs (dynalite in this process, data
- *   in a temp dir, in-process thread queue and change feed);
+ * - `local`: `startLocalGateway`, exactly what `npm start` runs (dynalite on a thread of this
+ *   process, data in a temp dir, in-process thread queue and change feed);
  * - `aws`: the AWS wiring on one machine: the doors and the dispatcher each with their own
  *   DynamoRunStore and polling change feed (they are separate Lambdas and cannot hear each
  *   other), sharing one dynalite; an in-process FIFO per thread stands in for SQS FIFO. The cost
  *   model runs on it, so the store requests counted are the ones AWS would bill;
- * - experiments (`--without-push-driver`, `--store-thread`): the local wiring of
- *   `startLocalGateway` rebuilt here without the in-process push driver, with dynalite on the
- *   gateway's thread or on a worker thread of its own.
+ * - an experiment (`--without-push-driver`): the local wiring of
+ *   `startLocalGateway` rebuilt here without the in-process push driver.
  */
 import { randomUUID } from 'node:crypto';
 import { Session } from 'node:inspector/promises';
@@ -19,12 +18,11 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { serve } from '@hono/node-server';
 import { DynamoRunStore, type StoreUsage } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
 import { PollingChangeFeed } from '../../lambdas/adapters/aws/polling-change-feed.js';
-import { ensureTables, localDynamoClient, startDynalite } from '../../lambdas/adapters/local/dynalite.js';
+import { ensureTables, inProcessDynamoClient, localDynamoClient, startDynalite } from '../../lambdas/adapters/local/dynalite.js';
 import { startLocalGateway } from '../../lambdas/adapters/local/runtime.js';
 import { InProcessAskTimer } from '../../lambdas/adapters/local/ask-timer.js';
 import { InProcessChangeFeed } from '../../lambdas/adapters/local/change-feed.js';
@@ -57,7 +55,7 @@ interface Shape {
 
 const TABLES = { runs: 'funduq-runs', runEvents: 'funduq-run-events' };
 
-export type GatewayMode = 'local' | 'local-without-push-driver' | 'local-store-thread' | 'aws';
+export type GatewayMode = 'local' | 'local-without-push-driver' | 'aws';
 let shape: Shape | undefined;
 let dataDir: string | undefined;
 
@@ -73,36 +71,14 @@ async function startLocal(): Promise<Shape> {
   };
 }
 
-/** dynalite on a worker thread; the worker is TypeScript, loaded through tsx's API. */
-async function startStoreThread(path: string): Promise<{ endpoint: string; close(): Promise<void> }> {
-  const entry = new URL('./store-worker.ts', import.meta.url).href;
-  const worker = new Worker(`import('tsx/esm/api').then(({ tsImport }) => tsImport(${JSON.stringify(entry)}, ${JSON.stringify(import.meta.url)}))`, {
-    eval: true,
-    workerData: { path },
-  });
-  const endpoint = await new Promise<string>((resolve, reject) => {
-    worker.once('message', (message: { endpoint: string }) => resolve(message.endpoint));
-    worker.once('error', reject);
-  });
-  return {
-    endpoint,
-    async close() {
-      const closed = new Promise((resolve) => worker.once('message', resolve));
-      worker.postMessage('close');
-      await closed;
-      await worker.terminate();
-    },
-  };
-}
-
 /**
  * What `startLocalGateway` wires, less the demo agent, the admin routes and the push driver
- * (no scenario registers a push config), with dynalite on this thread or a worker thread.
+ * (no scenario registers a push config).
  */
-async function startLocalComposed({ storeThread }: { storeThread: boolean }): Promise<Shape> {
+async function startLocalComposed(): Promise<Shape> {
   dataDir = await mkdtemp(join(tmpdir(), 'funduq-bench-composed-'));
-  const dynalite = storeThread ? await startStoreThread(dataDir) : await startDynalite({ path: dataDir });
-  const client = localDynamoClient(dynalite.endpoint);
+  const dynalite = await startDynalite({ path: dataDir });
+  const client = inProcessDynamoClient(dynalite);
   await ensureTables(client, TABLES);
   const store = new DynamoRunStore({ client, tables: TABLES });
   const clock = { now: () => Date.now() };
@@ -317,7 +293,7 @@ serveParent(
     async start({ mode }: { mode: GatewayMode }) {
       if (mode === 'aws') shape = await startAwsShape();
       else if (mode === 'local') shape = await startLocal();
-      else shape = await startLocalComposed({ storeThread: mode === 'local-store-thread' });
+      else shape = await startLocalComposed();
       return shape.url;
     },
     async putAgent(agent: Agent) {

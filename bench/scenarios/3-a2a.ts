@@ -43,7 +43,8 @@ async function streamOnce(baseUrl: string): Promise<A2ARead> {
   for await (const response of stream) {
     lastAt = now();
     const payload = response.payload;
-    if (payload?.$case === 'artifactUpdate') chunks += 1;
+    // A chunk carries text; the empty update that only says `lastChunk` closes an artifact.
+    if (payload?.$case === 'artifactUpdate' && (payload.value.artifact?.parts.length ?? 0) > 0) chunks += 1;
     else if (payload?.$case === 'statusUpdate') finalState = payload.value.status?.state;
     else if (payload?.$case === 'task') finalState = payload.value.status?.state;
   }

@@ -10,7 +10,9 @@ const UNSETTLED: readonly RunStatus[] = ['queued', 'running', 'cancelling'];
  * (`agent_in_use`): cancel them or let them settle first. The check reads the runs through the
  * store's status listing, a scan on DynamoDB, which an admin act as rare as this can afford. It
  * is not atomic with the delete: a run accepted in between fails at dispatch with
- * `agent_not_found`, recorded on the run like any other failure, so nothing is lost unseen.
+ * `agent_not_found`, recorded on the run like any other failure, so nothing is lost unseen (or,
+ * dispatched by another process within moments of its admission, runs on the definition it was
+ * admitted with: see `RecentAgents`).
  */
 export async function deleteAgent(deps: CoreDeps, agentId: string): Promise<Result<Agent>> {
   const agent = await deps.store.getAgent(agentId);
@@ -23,6 +25,7 @@ export async function deleteAgent(deps: CoreDeps, agentId: string): Promise<Resu
     );
   }
   await deps.store.deleteAgent(agentId);
+  deps.recentAgents?.forget(agentId);
   return ok(agent);
 }
 

@@ -1,3 +1,4 @@
+import type { RecentAgents } from './recent-agents.js';
 import type { CoreSettings } from './settings.js';
 import type { AskTimer, ChangeFeed, Clock, IdSource, Provider, RunStore, ThreadQueue } from './ports.js';
 
@@ -12,6 +13,8 @@ export interface CoreDeps {
   clock: Clock;
   ids: IdSource;
   settings: CoreSettings;
+  /** Definitions read moments ago, for a dispatch right after admission; absent, every dispatch reads. */
+  recentAgents?: RecentAgents;
 }
 
 export function isoNow(deps: Pick<CoreDeps, 'clock'>): string {

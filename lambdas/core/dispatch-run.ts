@@ -81,8 +81,9 @@ async function relay(
   stop: AbortController,
   interjecting: boolean,
 ): Promise<{ code: string; message: string } | undefined> {
-  const agent = await deps.store.getAgent(run.agentId);
+  const agent = deps.recentAgents?.recent(run.agentId) ?? (await deps.store.getAgent(run.agentId));
   if (!agent) return { code: 'agent_not_found', message: `agent "${run.agentId}" is no longer registered` };
+  deps.recentAgents?.remember(agent);
   const provider = deps.providers[agent.provider.kind];
   if (!provider) return { code: 'provider_unknown', message: `no provider of kind "${agent.provider.kind}"` };
   const history = run.door === 'agui' ? [] : await threadHistory(deps, run);

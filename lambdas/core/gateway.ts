@@ -5,6 +5,7 @@ import { dispatchRun } from './dispatch-run.js';
 import { expireAsks } from './expire-asks.js';
 import { followRun } from './follow-run.js';
 import type { Agent, Principal } from './model.js';
+import { RecentAgents } from './recent-agents.js';
 import { recover } from './recover.js';
 import { startRun, type StartRunRequest } from './start-run.js';
 import { threadView } from './thread-view.js';
@@ -13,7 +14,8 @@ import { threadView } from './thread-view.js';
  * The core's use cases bound to one set of ports: what doors, dispatchers and timers call.
  * Each method is one use case; the functions stay importable on their own for tests.
  */
-export function createGateway(deps: CoreDeps) {
+export function createGateway(given: CoreDeps) {
+  const deps: CoreDeps = { ...given, recentAgents: given.recentAgents ?? new RecentAgents(given.clock) };
   return {
     deps,
     startRun: (request: StartRunRequest) => startRun(deps, request),
@@ -27,7 +29,10 @@ export function createGateway(deps: CoreDeps) {
       const run = await deps.store.getRun(runId);
       return run && run.tenant === principal.tenant ? run : undefined;
     },
-    putAgent: (agent: Agent) => deps.store.putAgent(agent),
+    putAgent: async (agent: Agent) => {
+      await deps.store.putAgent(agent);
+      deps.recentAgents?.forget(agent.id);
+    },
     getAgent: (agentId: string) => deps.store.getAgent(agentId),
     listAgents: () => deps.store.listAgents(),
     deleteAgent: (agentId: string) => deleteAgent(deps, agentId),

@@ -42,6 +42,7 @@ export async function startRun(deps: CoreDeps, request: StartRunRequest): Promis
     store.getThread(ref),
   ]);
   if (!agent) return refuse('agent_not_found', `no agent named "${request.agentId}"`);
+  deps.recentAgents?.remember(agent);
   if (existing) return attach(existing, request, input);
   if (agent.status === 'disabled') return refuse('agent_disabled', `agent "${request.agentId}" is disabled: it takes no new runs`);
 
@@ -91,8 +92,10 @@ async function startAdmitted(
   waiting: Run | undefined,
 ): Promise<Result<StartedRun>> {
   const { store } = deps;
-  const thread = found ? ok(found) : await openThread(deps, request, input.threadId);
+  const thread: Result<Thread & { opened?: true }> = found ? ok(found) : await openThread(deps, request, input.threadId);
   if (!thread.ok) return thread;
+  // A thread this request created holds its first run's place already: nothing waits or runs on it.
+  if (thread.value.opened) return accept(deps, request, input, thread.value.arrivals, { rootRunId: input.runId });
   const open = openAsks(waiting);
   if (waiting && open.length > 0) {
     const match = matchAnswer(input, open, input.runId);
@@ -120,19 +123,28 @@ function attach(existing: Run, request: StartRunRequest, input: RunAgentInput): 
   return ok({ run: existing, attached: true });
 }
 
-/** A thread the tenant does not have yet: created on first use, bound to the agent. */
-async function openThread(deps: CoreDeps, request: StartRunRequest, threadId: string): Promise<Result<Thread>> {
+/**
+ * A thread the tenant does not have yet: created on first use, bound to the agent, and holding
+ * the place and arrival number of the run that opened it (one write instead of two on the way
+ * to a new conversation's first event). `opened` says this request created it.
+ */
+async function openThread(
+  deps: CoreDeps,
+  request: StartRunRequest,
+  threadId: string,
+): Promise<Result<Thread & { opened?: true }>> {
   const { store } = deps;
   const fresh: Thread = {
     threadId,
     agentId: request.agentId,
     tenant: request.principal.tenant,
     createdAt: isoNow(deps),
-    unsettled: 0,
-    arrivals: 0,
+    unsettled: 1,
+    arrivals: 1,
   };
-  // Two first messages may race to create the thread; the loser reads the winner's.
-  const thread = (await store.createThread(fresh)) ? fresh : await store.getThread(fresh);
+  if (await store.createThread(fresh)) return ok({ ...fresh, opened: true });
+  // Two first messages may race to create the thread; the loser reads the winner's and queues behind it.
+  const thread = await store.getThread(fresh);
   if (!thread) return refuse('thread_not_found', `thread "${threadId}" could not be opened`);
   if (thread.agentId !== request.agentId) {
     return refuse('thread_agent_mismatch', `thread "${threadId}" belongs to agent "${thread.agentId}"`);

@@ -1,38 +1,27 @@
-// Named explicitly: tsc drops a .d.ts from `include` when a .ts of the same name sits beside it.
-/// <reference path="./dynalite.d.ts" />
 import { mkdir } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import {
   CreateTableCommand,
   DynamoDBClient,
   waitUntilTableExists,
   type CreateTableCommandInput,
 } from '@aws-sdk/client-dynamodb';
-import dynalite from 'dynalite';
 import { RUNS_TABLE, RUN_EVENTS_TABLE, type TableNames } from '../aws/dynamodb/tables.js';
+import { DynaliteThread } from './dynalite-thread.js';
 
 export interface LocalDynamo {
+  /** Where it listens, for clients in other processes (and a look at the record from outside). */
   endpoint: string;
+  /** How a client in this process reaches it (see `inProcessDynamoClient`). */
+  transport: DynaliteThread;
+  /** Stops taking requests, lets those under way finish, and closes the database. */
   close(): Promise<void>;
 }
 
-/** DynamoDB in this process: LevelDB under `path`, or in memory when no path is given. */
+/** DynamoDB in this process, on a thread of its own: LevelDB under `path`, or in memory when no path is given. */
 export async function startDynalite(options: { path?: string } = {}): Promise<LocalDynamo> {
   if (options.path) await mkdir(options.path, { recursive: true });
-  // dynalite keeps a new table CREATING for 500 ms by default; nothing here needs to see that.
-  const server = dynalite({ path: options.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve()))),
-  };
+  const transport = await DynaliteThread.start(options.path);
+  return { endpoint: `http://127.0.0.1:${transport.port}`, transport, close: () => transport.close() };
 }
 
 export function localDynamoClient(endpoint: string): DynamoDBClient {
@@ -44,6 +33,29 @@ export function localDynamoClient(endpoint: string): DynamoDBClient {
     // A local server either answers or is gone; more attempts only delay the error.
     maxAttempts: 3,
   });
+}
+
+/**
+ * A client for the dynalite of this process, through its thread's message port (see
+ * `DynaliteThread`). dynalite checks that a request carries a signature's parts, not the
+ * signature, so the signer writes fixed ones instead of hashing every body.
+ */
+export function inProcessDynamoClient(dynamo: LocalDynamo): DynamoDBClient {
+  return new DynamoDBClient({
+    endpoint: dynamo.endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 3,
+    requestHandler: dynamo.transport,
+    signer: { sign: async (request) => stampSignature(request) },
+  });
+}
+
+function stampSignature<T extends { headers: Record<string, string> }>(request: T): T {
+  const date = new Date().toISOString().replace(/[-:]|\.\d{3}/g, '');
+  request.headers['x-amz-date'] = date;
+  request.headers.authorization = `AWS4-HMAC-SHA256 Credential=local/${date.slice(0, 8)}/local/dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=local`;
+  return request;
 }
 
 /** Creates the runs and run_events tables unless they exist, and waits until both are ACTIVE. */

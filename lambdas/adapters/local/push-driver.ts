@@ -11,8 +11,9 @@ import type { PushSender, RunChange, RunStore } from '../../core/ports.js';
  * Planning reads the store, on the same thread as the relay: changes that pile up while it works
  * are planned together (a run's consecutive event batches as one), a running run is known from
  * its last status change rather than read again, and whether a task has push configs at all is
- * asked once (this process writes every config, see `noticingPushConfigs`), so the common task,
- * with none, costs the relay no reads.
+ * asked at most once (this process writes every config, see `noticingPushConfigs`; a task begun
+ * since the driver started and never told of is known to have none), so the common task costs
+ * the relay no reads.
  */
 export class InProcessPushDriver {
   private pending: RunChange[] = [];
@@ -20,13 +21,18 @@ export class InProcessPushDriver {
   private readonly running = new Map<string, Run>();
   /** By task id: whether it has push configs, while its runs are being planned. */
   private readonly configured = new Map<string, boolean>();
+  /** Tasks whose configs were written or removed since this driver started. */
+  private readonly noticed = new Set<string>();
+  private readonly startedAt: number;
   private readonly deliveries = new Map<string, Promise<void>>();
 
   constructor(
     private readonly deps: Pick<CoreDeps, 'store' | 'clock'>,
     private readonly sender: PushSender,
     private readonly onError: (error: unknown) => void = () => {},
-  ) {}
+  ) {
+    this.startedAt = deps.clock.now();
+  }
 
   onChange(change: RunChange): void {
     this.pending.push(change);
@@ -36,6 +42,7 @@ export class InProcessPushDriver {
   /** A task's push configs were written or removed: ask the store again. */
   configsChanged(taskId: string): void {
     this.configured.delete(taskId);
+    this.noticed.add(taskId);
   }
 
   /** Resolves when everything published so far was planned and delivered (or given up on). */
@@ -51,7 +58,7 @@ export class InProcessPushDriver {
         if (change.kind === 'status' && !settled) this.running.set(change.runId, change.run);
         try {
           const run = change.kind === 'status' ? change.run : (this.running.get(change.runId) ?? (await this.deps.store.getRun(change.runId)));
-          if (run && (await this.hasConfigs(run.rootRunId))) {
+          if (run && (await this.hasConfigs(run))) {
             const plan = await planPush(this.deps, change, run);
             if (plan) this.deliver(plan);
           }
@@ -66,8 +73,12 @@ export class InProcessPushDriver {
     this.planning = undefined;
   }
 
-  private async hasConfigs(taskId: string): Promise<boolean> {
+  private async hasConfigs(run: Run): Promise<boolean> {
+    const taskId = run.rootRunId;
     let has = this.configured.get(taskId);
+    // A task begun since this driver started has had every config write told to it: none told, none there.
+    const begunSinceStart = run.runId === taskId && Date.parse(run.createdAt) >= this.startedAt;
+    if (has === undefined && begunSinceStart && !this.noticed.has(taskId)) has = false;
     if (has === undefined) {
       has = (await this.deps.store.listPushConfigs(taskId)).length > 0;
       this.configured.set(taskId, has);

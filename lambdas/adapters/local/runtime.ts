@@ -16,7 +16,7 @@ import { readAgentsFile } from './agents-file.js';
 import { InProcessAskTimer } from './ask-timer.js';
 import { InProcessChangeFeed } from './change-feed.js';
 import { InProcessPushDriver, noticingPushConfigs } from './push-driver.js';
-import { ensureTables, localDynamoClient, startDynalite } from './dynalite.js';
+import { ensureTables, inProcessDynamoClient, startDynalite } from './dynalite.js';
 import { InProcessThreadQueue } from './thread-queue.js';
 
 export interface LocalSettings {
@@ -80,7 +80,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
   // Read before anything starts: a bad file stops the start with nothing to clean up.
   const fileAgents = settings.agentsFile === undefined ? [] : await readAgentsFile(settings.agentsFile);
   const dynalite = await startDynalite({ path: settings.dataDir });
-  const client = localDynamoClient(dynalite.endpoint);
+  const client = inProcessDynamoClient(dynalite);
   await ensureTables(client, TABLES);
   const records = new DynamoRunStore({ client, tables: TABLES });
   // The push driver is told of every config written, so runs of tasks without one cost it no reads.
