@@ -57,6 +57,8 @@ const settings = {
   agentsFile: process.env.FUNDUQ_AGENTS_FILE ? resolve(process.env.FUNDUQ_AGENTS_FILE) : undefined,
   publicUrl: process.env.FUNDUQ_PUBLIC_URL || undefined,
   log: (line: string) => console.log(`funduq: ${line}`),
+  // Readers of runs that can no longer be recorded would wait forever; a restart recovers them.
+  onStoreLost: () => process.exit(1),
 };
 
 const local = await startLocalGateway(settings).catch((error: unknown) => {

@@ -3,8 +3,8 @@ import { cancelRun } from './cancel-run.js';
 import type { CoreDeps } from './deps.js';
 import { dispatchRun } from './dispatch-run.js';
 import { expireAsks } from './expire-asks.js';
-import { followRun } from './follow-run.js';
-import type { Agent, Principal } from './model.js';
+import { followRun, RunWatch } from './follow-run.js';
+import type { Agent, Principal, Run } from './model.js';
 import { RecentAgents } from './recent-agents.js';
 import { recover } from './recover.js';
 import { startRun, type StartRunRequest } from './start-run.js';
@@ -23,7 +23,10 @@ export function createGateway(given: CoreDeps) {
     cancelRun: (runId: string, principal: Principal) => cancelRun(deps, runId, principal),
     expireAsks: (runId: string) => expireAsks(deps, runId),
     recover: () => recover(deps),
-    followRun: (runId: string, afterSeq: number, signal?: AbortSignal) => followRun(deps, runId, afterSeq, signal),
+    /** Made before `startRun`, it lets the run's first reader start without reading the store. */
+    watchRun: (runId: string) => new RunWatch(deps.feed, runId),
+    followRun: (runId: string, afterSeq: number, signal?: AbortSignal, created?: { run: Run; watch: RunWatch }) =>
+      followRun(deps, runId, afterSeq, signal, created),
     threadView: (threadId: string, principal: Principal) => threadView(deps, threadId, principal),
     getRun: async (runId: string, principal: Principal) => {
       const run = await deps.store.getRun(runId);

@@ -20,15 +20,19 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
     if (!body.ok) return errorResponse(c, 'invalid_input', body.message);
     const parsed = RunAgentInputSchema.safeParse(body.value);
     if (!parsed.success) return errorResponse(c, 'invalid_input', describeIssue('RunAgentInput', parsed.error));
-    const started = await gateway.startRun({
-      agentId: c.req.param('agentId'),
-      input: parsed.data,
-      door: 'agui',
-      principal: c.get('principal'),
-    });
+    // Watched from before it exists, a new run's stream needs no read of the store to begin.
+    const watch = gateway.watchRun(parsed.data.runId);
+    const started = await gateway
+      .startRun({ agentId: c.req.param('agentId'), input: parsed.data, door: 'agui', principal: c.get('principal') })
+      .catch((error: unknown) => {
+        watch.close();
+        throw error;
+      });
+    if (!started.ok || started.value.attached) watch.close();
     if (!started.ok) return errorResponse(c, started.code, started.message, started.retryAfterSeconds);
-    const { run } = started.value;
-    return c.body(sseStream((signal) => gateway.followRun(run.runId, 0, signal), sse), 200, {
+    const { run, attached } = started.value;
+    const created = attached ? undefined : { run, watch };
+    return c.body(sseStream((signal) => gateway.followRun(run.runId, 0, signal, created), sse), 200, {
       ...SSE_HEADERS,
       'X-Funduq-Thread-Id': run.threadId,
       'X-Funduq-Run-Id': run.runId,

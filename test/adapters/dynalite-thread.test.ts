@@ -68,6 +68,20 @@ describe('dynalite on its own thread, reached through its message port', () => {
     client.destroy();
   });
 
+  it('says when its thread ends without being closed, and fails every request from then on', async () => {
+    const lost: Error[] = [];
+    const dynamo = await startDynalite({ onLost: (error) => lost.push(error) });
+    const client = inProcessDynamoClient(dynamo);
+    await ensureTables(client, TABLES);
+    const store = new DynamoRunStore({ client, tables: TABLES });
+    // The thread dies under the gateway (as an out-of-memory end would take it).
+    await (dynamo.transport as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    await expect(store.lastSeq('run-e')).rejects.toThrow('the local DynamoDB thread is gone');
+    expect(lost.map((error) => error.message)).toEqual(['the local DynamoDB thread is gone']);
+    await dynamo.close();
+    client.destroy();
+  });
+
   it('keeps its data on disk across a restart', async () => {
     const { mkdtemp, rm } = await import('node:fs/promises');
     const { tmpdir } = await import('node:os');

@@ -221,6 +221,35 @@ describe('what an agent streams', () => {
     expect(seen).toEqual([3, 4, 5]);
   });
 
+  it('lets a reader that watched the run from before it was created follow it whole without reading the store', async () => {
+    const reads: string[] = [];
+    const store = await dynamo.freshStore();
+    const counting = new Proxy(store, {
+      get(target, key) {
+        const value: unknown = Reflect.get(target, key, target);
+        if (key !== 'readEvents' && key !== 'getRun') return typeof value === 'function' ? value.bind(target) : value;
+        return (...args: unknown[]) => {
+          reads.push(`${String(key)} ${String(args[0])}`);
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const h = await harness(counting);
+    const watch = h.gateway.watchRun('run-1');
+    const started = await h.send('hello');
+    if (!started.ok) throw new Error(started.message);
+    reads.length = 0; // startRun's own look for the run id
+    const watched: number[] = [];
+    for await (const stored of h.gateway.followRun('run-1', 0, undefined, { run: started.value.run, watch })) watched.push(stored.seq);
+    expect(watched).toEqual([1, 2, 3, 4, 5]);
+    expect(reads).toEqual([]);
+    // The same run followed without a watch reads the record.
+    const replayed: number[] = [];
+    for await (const stored of h.gateway.followRun('run-1', 0)) replayed.push(stored.seq);
+    expect(replayed).toEqual(watched);
+    expect(reads).toContain('readEvents run-1');
+  });
+
   it('hands a live reader each event as it is stored, then ends with the run', async () => {
     const h = await harness(await dynamo.freshStore());
     const gate = new Gate();

@@ -1,5 +1,8 @@
 import { Worker } from 'node:worker_threads';
 
+/** The store thread's heap bound: four times what it holds at peak with 200 runs relaying at once. */
+const STORE_HEAP_MB = 128;
+
 /** The parts of smithy's HttpRequest this transport reads. */
 interface OutgoingRequest {
   method: string;
@@ -39,15 +42,24 @@ export class DynaliteThread {
   private constructor(
     private readonly worker: Worker,
     readonly port: number,
+    private readonly onLost: (error: Error) => void,
   ) {
     worker.on('message', (message: FromThread) => this.receive(message));
     worker.on('error', (error) => this.fail(new Error(`the local DynamoDB thread failed: ${error.message}`)));
     worker.on('exit', () => this.fail(new Error('the local DynamoDB thread is gone')));
   }
 
-  /** Starts dynalite on a new thread: LevelDB under `path`, or in memory when no path is given. */
-  static async start(path: string | undefined): Promise<DynaliteThread> {
-    const worker = new Worker(new URL('./dynalite-thread.cjs', import.meta.url), { workerData: { path } });
+  /**
+   * Starts dynalite on a new thread: LevelDB under `path`, or in memory when no path is given.
+   * `onLost` hears of a thread that ended without being closed: every request fails from then on.
+   */
+  static async start(path: string | undefined, onLost: (error: Error) => void = () => {}): Promise<DynaliteThread> {
+    const worker = new Worker(new URL('./dynalite-thread.cjs', import.meta.url), {
+      workerData: { path },
+      // The data lives in LevelDB, off the heap; what dynalite keeps on it between collections is
+      // mostly garbage, which V8 would otherwise let grow to hundreds of MB under load.
+      resourceLimits: { maxOldGenerationSizeMb: STORE_HEAP_MB, maxYoungGenerationSizeMb: 16 },
+    });
     const port = await new Promise<number>((resolve, reject) => {
       worker.once('error', reject);
       worker.once('message', (message: FromThread) => {
@@ -56,7 +68,7 @@ export class DynaliteThread {
         else reject(new Error(`the local DynamoDB could not start: ${message.kind === 'failed' ? message.message : message.kind}`));
       });
     });
-    return new DynaliteThread(worker, port);
+    return new DynaliteThread(worker, port, onLost);
   }
 
   handle(request: OutgoingRequest, options: { abortSignal?: { aborted: boolean } } = {}): Promise<{ response: IncomingResponse }> {
@@ -105,7 +117,9 @@ export class DynaliteThread {
 
   private fail(error: Error): void {
     if (this.closed) return;
+    const first = this.gone === undefined;
     this.gone ??= error;
+    if (first) this.onLost(error);
     for (const waiting of this.pending.values()) waiting.reject(error);
     this.pending.clear();
     this.drained?.();

@@ -18,9 +18,9 @@ export interface LocalDynamo {
 }
 
 /** DynamoDB in this process, on a thread of its own: LevelDB under `path`, or in memory when no path is given. */
-export async function startDynalite(options: { path?: string } = {}): Promise<LocalDynamo> {
+export async function startDynalite(options: { path?: string; onLost?: (error: Error) => void } = {}): Promise<LocalDynamo> {
   if (options.path) await mkdir(options.path, { recursive: true });
-  const transport = await DynaliteThread.start(options.path);
+  const transport = await DynaliteThread.start(options.path, options.onLost);
   return { endpoint: `http://127.0.0.1:${transport.port}`, transport, close: () => transport.close() };
 }
 

@@ -43,6 +43,11 @@ export interface LocalSettings {
   publicUrl?: string;
   /** Push notification delivery (locally `http:` targets are allowed). */
   push?: Partial<PushSenderSettings>;
+  /**
+   * The store's thread ended under the gateway: runs can be neither recorded nor settled, and
+   * their readers would wait. `npm start` exits, so that a restart's recovery settles them.
+   */
+  onStoreLost?: (error: Error) => void;
   clock?: Clock;
   ids?: IdSource;
   log?: (line: string) => void;
@@ -79,7 +84,13 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
   const ids = settings.ids ?? { newId: () => randomUUID() };
   // Read before anything starts: a bad file stops the start with nothing to clean up.
   const fileAgents = settings.agentsFile === undefined ? [] : await readAgentsFile(settings.agentsFile);
-  const dynalite = await startDynalite({ path: settings.dataDir });
+  const dynalite = await startDynalite({
+    path: settings.dataDir,
+    onLost: (error) => {
+      log(`the store stopped: ${error.message}; nothing can be recorded until the gateway is restarted`);
+      settings.onStoreLost?.(error);
+    },
+  });
   const client = inProcessDynamoClient(dynalite);
   await ensureTables(client, TABLES);
   const records = new DynamoRunStore({ client, tables: TABLES });
