@@ -109,6 +109,7 @@ async function main(): Promise<number> {
     quick,
     profile,
     agentUrl,
+    agent,
     log,
     startGateway: (mode, name) => startGateway(agentUrl, mode === 'local' && experiment ? experiment.mode : mode, name, profile),
   };

@@ -168,7 +168,42 @@ function referenceA2A(base: () => string) {
   return app;
 }
 
+/**
+ * A recorded A2A stream served from memory: the SSE `data` payloads of one SendStreamingMessage
+ * answer, replayed for every request with the request's JSON-RPC id. What it costs a stock
+ * client to read exactly those bytes, with no server work behind them.
+ */
+function cannedA2A(base: () => string) {
+  let frames: { parts: string[] } = { parts: [] };
+  const app = new Hono();
+  app.get('/.well-known/agent-card.json', (c) =>
+    c.json({ ...referenceCard(base(), 0), name: 'canned', supportedInterfaces: [{ url: `${base()}/a2a-canned`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }] }),
+  );
+  app.post('/', async (c) => {
+    const { id } = (await c.req.json()) as { id: unknown };
+    // One SSE event per write, as a streaming server sends them.
+    const events = frames.parts.join(JSON.stringify(id)).split('\n\n').filter((event) => event.length > 0);
+    let i = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (i >= events.length) controller.close();
+        else controller.enqueue(encoder.encode(`${events[i++]}\n\n`));
+      },
+    });
+    return new Response(body, { headers: { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' } });
+  });
+  return {
+    app,
+    /** `sse`: a whole SSE body recorded with the JSON-RPC id `recordedId`. */
+    load({ sse, recordedId }: { sse: string; recordedId: string }) {
+      frames = { parts: sse.split(JSON.stringify(recordedId)) };
+      return frames.parts.length - 1;
+    },
+  };
+}
+
 let origin = '';
+const canned = cannedA2A(() => origin);
 const app = new Hono();
 app.post('/agui', async (c) => {
   const input = (await c.req.json()) as { threadId: string; runId: string; forwardedProps?: { bench?: Partial<Script> } };
@@ -177,6 +212,7 @@ app.post('/agui', async (c) => {
   });
 });
 app.route('/a2a-ref', referenceA2A(() => origin));
+app.route('/a2a-canned', canned.app);
 
 const server = await new Promise<Server>((resolve) => {
   const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s as Server));
@@ -188,6 +224,7 @@ serveParent(
   {
     url: () => origin,
     rss: () => process.memoryUsage().rss,
+    loadCannedA2A: (recording: { sse: string; recordedId: string }) => canned.load(recording),
   },
   async () => {
     server.closeAllConnections();

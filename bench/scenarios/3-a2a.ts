@@ -51,6 +51,24 @@ async function streamOnce(baseUrl: string): Promise<A2ARead> {
   return { chunks, ms: lastAt - startedAt, finalState };
 }
 
+const RECORDED_ID = 'bench-recording';
+
+/** funduq's raw SSE answer to one SendStreamingMessage, as it went over the wire. */
+async function recordStream(endpoint: string): Promise<string> {
+  const response = await fetch(endpoint, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Accept: 'text/event-stream' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: RECORDED_ID,
+      method: 'SendStreamingMessage',
+      params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'go' }] } },
+    }),
+  });
+  if (!response.ok) throw new Error(`recording funduq's A2A stream: HTTP ${response.status}`);
+  return response.text();
+}
+
 /** The A2A door is there when its module exists and the gateway serves the demo's agent card. */
 async function a2aDoor(url: string): Promise<{ ok: boolean; why: string }> {
   const doors = join(BENCH_DIR, '..', 'lambdas', 'doors');
@@ -78,9 +96,12 @@ export async function a2aStreaming(bench: Bench): Promise<Row[]> {
     if (!bench.quick) await streamOnce(reference);
     const referenceRates: number[] = [];
     const funduqRates: number[] = [];
+    const cannedRates: number[] = [];
     if (door.ok) {
       await gateway.registerAgent('burst', plan);
       await streamOnce(`${gateway.url}/a2a/burst/`);
+      const frames = await bench.agent.call<number>('loadCannedA2A', { sse: await recordStream(`${gateway.url}/a2a/burst`), recordedId: RECORDED_ID });
+      bench.log(`  recorded funduq's answer (${frames} SSE events) for the canned replay`);
     }
     for (let rep = 0; rep < reps; rep++) {
       const ref = await streamOnce(reference);
@@ -91,7 +112,10 @@ export async function a2aStreaming(bench: Bench): Promise<Row[]> {
         const through = await gateway.profiled(`a2a-${rep + 1}`, () => streamOnce(`${gateway.url}/a2a/burst/`));
         if (through.chunks !== CHUNKS) bench.log(`  funduq's A2A door sent ${through.chunks} chunks, expected ${CHUNKS}`);
         funduqRates.push(through.chunks / (through.ms / 1000));
-        line += `, funduq ${funduqRates.at(-1)!.toFixed(0)} chunks/s`;
+        const replay = await streamOnce(`${bench.agentUrl}/a2a-canned/`);
+        if (replay.chunks !== CHUNKS) throw new Error(`the canned replay held ${replay.chunks} chunks, expected ${CHUNKS}`);
+        cannedRates.push(replay.chunks / (replay.ms / 1000));
+        line += `, funduq ${funduqRates.at(-1)!.toFixed(0)} chunks/s, the same bytes from memory ${cannedRates.at(-1)!.toFixed(0)} chunks/s`;
       }
       bench.log(line);
     }
@@ -119,6 +143,20 @@ export async function a2aStreaming(bench: Bench): Promise<Row[]> {
         door.ok ? spread(funduqRates.map((rate) => (rate / referenceMedian) * 100)) : null,
       ),
       row({ ...base, metric: '@a2a-js/sdk reference (InMemoryTaskStore)', reference: null, target: null }, spread(referenceRates)),
+      row(
+        {
+          ...base,
+          metric: "stock client reading funduq's recorded answer from memory",
+          reference: null,
+          target: null,
+          note: "what the stock client itself can take: funduq's own SSE bytes replayed by a server doing nothing else",
+        },
+        door.ok ? spread(cannedRates) : null,
+      ),
+      row(
+        { ...base, metric: 'through funduq ÷ stock client reading from memory', unit: '%', reference: 100, target: null, note: missing },
+        door.ok ? spread(funduqRates.map((rate) => (rate / median(cannedRates)) * 100)) : null,
+      ),
     ];
   } finally {
     await gateway.stop();

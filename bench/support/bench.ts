@@ -32,6 +32,8 @@ export interface Bench {
   quick: boolean;
   profile: boolean;
   agentUrl: string;
+  /** The scripted agent's process, for calls beyond its AG-UI endpoint. */
+  agent: Child;
   log(line: string): void;
   /** A fresh gateway process (fresh temp data dir); `name` names its CPU profile. */
   startGateway(mode: 'local' | 'aws', name: string): Promise<Gateway>;
