@@ -1,6 +1,10 @@
 import { Worker } from 'node:worker_threads';
 
-/** The store thread's heap bound: four times what it holds at peak with 200 runs relaying at once. */
+/**
+ * The store thread's heap bound. Its data lives in LevelDB, off the heap; with 200 runs relaying
+ * at once its heap peaked near 75 MB between collections (64 MB ran out), and unbounded, V8 let
+ * it grow past 150 MB of garbage.
+ */
 const STORE_HEAP_MB = 128;
 
 /** The parts of smithy's HttpRequest this transport reads. */
@@ -56,8 +60,6 @@ export class DynaliteThread {
   static async start(path: string | undefined, onLost: (error: Error) => void = () => {}): Promise<DynaliteThread> {
     const worker = new Worker(new URL('./dynalite-thread.cjs', import.meta.url), {
       workerData: { path },
-      // The data lives in LevelDB, off the heap; what dynalite keeps on it between collections is
-      // mostly garbage, which V8 would otherwise let grow to hundreds of MB under load.
       resourceLimits: { maxOldGenerationSizeMb: STORE_HEAP_MB, maxYoungGenerationSizeMb: 16 },
     });
     const port = await new Promise<number>((resolve, reject) => {
