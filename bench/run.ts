@@ -175,18 +175,20 @@ async function main(): Promise<number> {
     durationSeconds: Math.round((Date.now() - startedAt) / 1000),
     machine: { ...machine(), loadAverageAtEnd: loadavg().map((load) => Math.round(load * 100) / 100) },
     layout:
-      'three processes on one machine: the harness (clients), the scripted agent (AG-UI endpoint and the @a2a-js/sdk reference server), the gateway (startLocalGateway with dynalite on a temp dir; the AWS wiring for scenario 6)',
+      'three processes on one machine: the harness (clients), the scripted agent (AG-UI endpoint and the @a2a-js/sdk reference server), the gateway (startLocalGateway on a temp dir, dynalite on a thread of its own; the AWS wiring for scenario 6)',
     results: rows,
     cost: cost ? { ...cost, prices: PRICES } : undefined,
     profiles: profile ? profiles : undefined,
     failures,
   };
-  // Neither an experiment nor a partial run (--only) overwrites the figures of record.
+  // Neither an experiment, a partial run (--only) nor a quick one overwrites the figures of record.
   const file = experiment
     ? `results${experimentFlag!.slice(1)}.json`
     : only
       ? `results-only-${[...only].sort().join('-')}.json`
-      : 'results.json';
+      : quick
+        ? 'results-quick.json'
+        : 'results.json';
   await writeFile(join(BENCH_DIR, file), `${JSON.stringify(results, null, 2)}\n`);
   log(`\nwrote bench/${file} (${results.durationSeconds} s)`);
   return failures.length > 0 ? 1 : 0;
