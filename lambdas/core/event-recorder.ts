@@ -3,6 +3,12 @@ import type { AgUiEventRecord, StoredEvent } from './model.js';
 
 /** Past this many unwritten events the relay waits for the store instead of buffering more. */
 const HIGH_WATER = 2_000;
+/**
+ * The most events one write takes (four DynamoDB batches, written in parallel). A burst that
+ * arrived whole is stored in slices, so readers get the first slice while the next is written
+ * instead of nothing until the whole burst is stored.
+ */
+const MOST_PER_WRITE = 100;
 
 /**
  * Numbers a run's events and stores them before anyone sees them. Writes are group-committed:
@@ -45,8 +51,8 @@ export class EventRecorder {
   private async drain(): Promise<void> {
     try {
       while (this.pending.length > 0) {
-        const batch = this.pending;
-        this.pending = [];
+        const batch = this.pending.length > MOST_PER_WRITE ? this.pending.splice(0, MOST_PER_WRITE) : this.pending;
+        if (batch === this.pending) this.pending = [];
         await this.store.appendEvents(batch);
         this.feed.publish({ kind: 'events', runId: this.runId, events: batch });
       }

@@ -250,6 +250,29 @@ describe('what an agent streams', () => {
     expect(reads).toContain('readEvents run-1');
   });
 
+  it('stores a burst that arrived whole in slices of at most 100, in order, so readers need not wait for all of it', async () => {
+    const store = await dynamo.freshStore();
+    const writes: number[][] = [];
+    const appendEvents = store.appendEvents.bind(store);
+    store.appendEvents = async (events) => {
+      writes.push(events.map((stored) => stored.seq));
+      await appendEvents(events);
+    };
+    const h = await harness(store);
+    h.provider.script = async function* (input) {
+      yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
+      yield { type: 'TEXT_MESSAGE_START', messageId: 'm', role: 'assistant' };
+      for (let i = 0; i < 350; i++) yield { type: 'TEXT_MESSAGE_CONTENT', messageId: 'm', delta: `${i} ` };
+      yield { type: 'TEXT_MESSAGE_END', messageId: 'm' };
+      yield { type: 'RUN_FINISHED', threadId: input.threadId, runId: input.runId };
+    };
+    await h.send('burst');
+    await h.settled();
+    expect(Math.max(...writes.map((write) => write.length))).toBe(100);
+    expect(writes.flat()).toEqual(Array.from({ length: 354 }, (_, i) => i + 1));
+    expect((await h.events('run-1')).map((stored) => stored.seq)).toEqual(writes.flat());
+  });
+
   it('hands a live reader each event as it is stored, then ends with the run', async () => {
     const h = await harness(await dynamo.freshStore());
     const gate = new Gate();
