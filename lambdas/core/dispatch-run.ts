@@ -8,6 +8,7 @@ import { foldThread } from './fold.js';
 import { threadKey, type AgUiEventRecord, type Run } from './model.js';
 import { deriveEnd, earliestExpiry, failedEnd, type RunEnd } from './outcome.js';
 import { agentInput } from './run-input.js';
+import { agentForDispatch } from './recent-agents.js';
 import { releasePlaces } from './tenant-limits.js';
 import { RunTranscript } from './transcript.js';
 
@@ -81,9 +82,8 @@ async function relay(
   stop: AbortController,
   interjecting: boolean,
 ): Promise<{ code: string; message: string } | undefined> {
-  const agent = deps.recentAgents?.recent(run.agentId) ?? (await deps.store.getAgent(run.agentId));
+  const agent = await agentForDispatch(deps, run.agentId);
   if (!agent) return { code: 'agent_not_found', message: `agent "${run.agentId}" is no longer registered` };
-  deps.recentAgents?.remember(agent);
   const provider = deps.providers[agent.provider.kind];
   if (!provider) return { code: 'provider_unknown', message: `no provider of kind "${agent.provider.kind}"` };
   const history = run.door === 'agui' ? [] : await threadHistory(deps, run);

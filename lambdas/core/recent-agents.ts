@@ -1,5 +1,5 @@
 import type { Agent } from './model.js';
-import type { Clock } from './ports.js';
+import type { Clock, RunStore } from './ports.js';
 
 /** How long a definition read by this gateway is used without reading it again. */
 export const RECENT_AGENT_MS = 2_000;
@@ -38,4 +38,20 @@ export class RecentAgents {
   forget(agentId: string): void {
     this.seen.delete(agentId);
   }
+}
+
+/**
+ * The agent as a dispatch uses it: a definition read within `RECENT_AGENT_MS`, else the store's
+ * (remembered from then on). A remembered one is not remembered again, so its age is the age of
+ * the read: a dispatcher that never admits (AWS) still reads again every `RECENT_AGENT_MS`.
+ */
+export async function agentForDispatch(
+  deps: { store: Pick<RunStore, 'getAgent'>; recentAgents?: RecentAgents },
+  agentId: string,
+): Promise<Agent | undefined> {
+  const recent = deps.recentAgents?.recent(agentId);
+  if (recent) return recent;
+  const agent = await deps.store.getAgent(agentId);
+  if (agent) deps.recentAgents?.remember(agent);
+  return agent;
 }

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../lambdas/core/model.js';
-import { RecentAgents } from '../../lambdas/core/recent-agents.js';
+import { agentForDispatch, RecentAgents } from '../../lambdas/core/recent-agents.js';
+import { FakeClock } from '../support/core-harness.js';
+import { useDynalite } from '../support/dynalite.js';
+
+const dynamo = useDynalite();
 
 const agent = (id: string, url = `http://agents.test/${id}`): Agent => ({
   id,
@@ -38,5 +42,29 @@ describe('RecentAgents', () => {
     expect(recent.recent('agent-0')).toBeUndefined();
     expect(recent.recent('agent-1')?.id).toBe('agent-1');
     expect(recent.recent('agent-1000')?.id).toBe('agent-1000');
+  });
+});
+
+describe('the agent a dispatch uses', () => {
+  it('is the one read within the last two seconds, then the store\'s again, however often dispatches come', async () => {
+    const store = await dynamo.freshStore();
+    const clock = new FakeClock();
+    const deps = { store, recentAgents: new RecentAgents(clock) };
+    await store.putAgent(agent('a', 'http://agents.test/v1'));
+    expect((await agentForDispatch(deps, 'a'))?.provider).toEqual({ kind: 'agui-http', url: 'http://agents.test/v1' });
+    // Another process changes the definition; this one keeps dispatching.
+    await store.putAgent(agent('a', 'http://agents.test/v2'));
+    clock.ms += 1_000;
+    expect((await agentForDispatch(deps, 'a'))?.provider).toEqual({ kind: 'agui-http', url: 'http://agents.test/v1' });
+    clock.ms += 1_000;
+    expect((await agentForDispatch(deps, 'a'))?.provider).toEqual({ kind: 'agui-http', url: 'http://agents.test/v2' });
+  });
+
+  it('is read from the store every time without a memory of recent definitions, and is absent once deleted', async () => {
+    const store = await dynamo.freshStore();
+    await store.putAgent(agent('b'));
+    expect((await agentForDispatch({ store }, 'b'))?.id).toBe('b');
+    await store.deleteAgent('b');
+    expect(await agentForDispatch({ store }, 'b')).toBeUndefined();
   });
 });
