@@ -1,13 +1,13 @@
 /**
- * `npm run bench`: what funduq costs, measured side by side (issue 7). Scenarios 1–6 against a
- * scripted AG-UI agent on loopback, the gateway in a process of its own; prints a table and
- * writes bench/results.json. Options (after `--`):
+ * `npm run bench`: what funduq costs, measured side by side (issues 7, 13, 14). Scenarios 1–7 against a
+ * scripted AG-UI agent on loopback, the gateway in a process of its own; 1–5 on the SQLite store
+ * (`npm start`'s, with the targets) and again with FUNDUQ_STORE=dynamodb (the DynamoDB adapter on
+ * dynalite, no target); prints a table and writes bench/results.json. Options (after `--`):
  *   --quick                 a smaller version of every scenario, under a minute
  *   --profile               V8's CPU profiler around each measured phase, in the gateway's
  *                           process: bench/profiles/*.cpuprofile, summarised by layer
  *   --only 1,3              some scenarios (written to results-only-1-3.json)
- *   --without-push-driver   an experiment on the local gateway, rebuilt in bench/ (written to
- *                           results-<experiment>.json; see processes/gateway.ts)
+ *   --store sqlite          the local scenarios on one store only (sqlite or dynamodb)
  * Exits non-zero only when a scenario could not run; a missed target is a figure, not a failure.
  */
 import { cpus, loadavg, totalmem, type as osType, release } from 'node:os';
@@ -16,7 +16,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BENCH_DIR, PROFILE_DIR, startGateway, type Bench, type Row } from './support/bench.js';
 import { startChild } from './support/child.js';
-import type { GatewayMode } from './processes/gateway.js';
+import { stopProber } from './support/health.js';
 import { PRICES } from './support/prices.js';
 import { summarize } from './support/profile-summary.js';
 import { pacedRelay } from './scenarios/1-paced-relay.js';
@@ -25,22 +25,20 @@ import { a2aStreaming } from './scenarios/3-a2a.js';
 import { fanIn } from './scenarios/4-fan-in.js';
 import { queueHandOff } from './scenarios/5-queue-handoff.js';
 import { costModel, type CostModel } from './scenarios/6-cost.js';
+import { listTasks } from './scenarios/7-list-tasks.js';
+import { fairness } from './scenarios/8-fairness.js';
+import { healthUnderLoad } from './scenarios/9-health-under-load.js';
+import type { LocalStoreKind } from '../lambdas/runtimes/local.js';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const profile = args.includes('--profile');
-/** Experiments replace the local gateway of scenarios 1–5 with a variant rebuilt in bench/ (never the figures of record). */
-const EXPERIMENTS: Record<string, { mode: GatewayMode; what: string }> = {
-  '--without-push-driver': {
-    mode: 'local-without-push-driver',
-    what: "the local wiring without the in-process push driver (which reads the store on every change of every run)",
-  },
-};
-const experimentFlag = Object.keys(EXPERIMENTS).find((flag) => args.includes(flag));
-const experiment = experimentFlag ? EXPERIMENTS[experimentFlag] : undefined;
 const onlyAt = args.findIndex((arg) => arg === '--only' || arg.startsWith('--only='));
 const only =
   onlyAt < 0 ? undefined : new Set((args[onlyAt].includes('=') ? args[onlyAt].split('=')[1] : args[onlyAt + 1] ?? '').split(',').map(Number));
+
+const storeAt = args.findIndex((arg) => arg === '--store' || arg.startsWith('--store='));
+const onlyStore = storeAt < 0 ? undefined : args[storeAt].includes('=') ? args[storeAt].split('=')[1] : args[storeAt + 1];
 
 const log = (line: string) => console.log(line);
 const startedAt = Date.now();
@@ -48,12 +46,14 @@ const startedAt = Date.now();
 const startLoad = loadavg().map((load) => Math.round(load * 100) / 100);
 
 let cost: Omit<CostModel, 'rows'> | undefined;
-const scenarios: { id: number; title: string; run: (bench: Bench) => Promise<Row[]> }[] = [
-  { id: 1, title: 'paced relay: 500 events, one every 10 ms, stock @ag-ui/client', run: pacedRelay },
-  { id: 2, title: 'burst relay: 2,000 events as fast as the agent can', run: burstRelay },
-  { id: 3, title: "A2A: 2,000 artifact chunks, funduq's door vs the @a2a-js/sdk reference", run: a2aStreaming },
-  { id: 4, title: 'fan-in: 200 concurrent runs on 200 threads, 100 events each', run: fanIn },
-  { id: 5, title: 'queue hand-off: 50 threads × (1 running + 8 queued)', run: queueHandOff },
+/** The local stores a scenario runs on: the first carries the targets, the others are reported beside it. */
+const LOCAL_STORES: readonly LocalStoreKind[] = ['sqlite', 'dynamodb'];
+const scenarios: { id: number; title: string; run: (bench: Bench, store: LocalStoreKind) => Promise<Row[]>; stores: readonly (LocalStoreKind | 'aws')[] }[] = [
+  { id: 1, title: 'paced relay: 500 events, one every 10 ms, stock @ag-ui/client', run: pacedRelay , stores: LOCAL_STORES },
+  { id: 2, title: 'burst relay: 2,000 events as fast as the agent can', run: burstRelay , stores: LOCAL_STORES },
+  { id: 3, title: "A2A: 2,000 artifact chunks, funduq's door vs the @a2a-js/sdk reference", run: a2aStreaming , stores: LOCAL_STORES },
+  { id: 4, title: 'fan-in: 200 concurrent runs on 200 threads, 100 events each', run: fanIn , stores: LOCAL_STORES },
+  { id: 5, title: 'queue hand-off: 50 threads × (1 running + 8 queued)', run: queueHandOff , stores: LOCAL_STORES },
   {
     id: 6,
     title: 'cost model: 100-event runs of 10 s on the AWS wiring',
@@ -62,7 +62,11 @@ const scenarios: { id: number; title: string; run: (bench: Bench) => Promise<Row
       cost = rest;
       return rows;
     },
+    stores: ['aws'],
   },
+  { id: 7, title: 'ListTasks: a page of 50 over 10,000 tasks, filtered and not', run: listTasks, stores: LOCAL_STORES },
+  { id: 8, title: "fairness: one tenant's paced stream while another bursts 2 × 15,000 events", run: fairness, stores: ['sqlite'] },
+  { id: 9, title: '/healthz under 300 concurrent 340 KB POSTs, and under 12 readers that never read', run: healthUnderLoad, stores: ['sqlite'] },
 ];
 
 function format(value: number | null, unit: string): string {
@@ -73,9 +77,10 @@ function format(value: number | null, unit: string): string {
 }
 
 function table(rows: Row[]): string {
-  const header = ['#', 'metric', 'value', 'unit', 'min–max', 'reference', 'target', 'met'];
+  const header = ['#', 'store', 'metric', 'value', 'unit', 'min–max', 'reference', 'target', 'met'];
   const lines = rows.map((r) => [
     String(r.scenario),
+    r.store ?? '',
     r.metric,
     format(r.value, r.unit),
     r.unit,
@@ -85,7 +90,7 @@ function table(rows: Row[]): string {
     r.met === null ? (r.value === null ? 'not measured' : '') : r.met ? 'yes' : 'NO',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((line) => line[i].length)));
-  const render = (cells: string[]) => cells.map((cell, i) => (i === 2 ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ').trimEnd();
+  const render = (cells: string[]) => cells.map((cell, i) => (i === 3 ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ').trimEnd();
   return [render(header), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.map(render)].join('\n');
 }
 
@@ -111,44 +116,40 @@ async function main(): Promise<number> {
     agentUrl,
     agent,
     log,
-    startGateway: (mode, name) => startGateway(agentUrl, mode === 'local' && experiment ? experiment.mode : mode, name, profile),
+    startGateway: (mode, name, store, options) => startGateway(agentUrl, agent, mode, name, profile, store, options),
   };
-  if (experiment) log(`EXPERIMENT ${experimentFlag}: ${experiment.what} (not what \`npm start\` runs)`);
   log(`funduq bench (${quick ? 'quick' : 'full'}) on ${machine().cores} × ${machine().cpu}, Node ${process.version}, load average ${startLoad.join(' ')}`);
   if (startLoad[0] > cpus().length * 0.75) log('  the machine is busy with other work: every figure below moves with it');
   const rows: Row[] = [];
   const failures: string[] = [];
   const selected = scenarios.filter((s) => !only || only.has(s.id));
-  const runScenario = async (scenario: (typeof scenarios)[number]) => {
-    log(`\n[${scenario.id}] ${scenario.title}`);
+  const runScenario = async (scenario: (typeof scenarios)[number], store: LocalStoreKind | 'aws') => {
+    log(`\n[${scenario.id}] ${scenario.title}${store === 'aws' ? '' : ` (${store === 'sqlite' ? 'SQLite, as npm start' : 'FUNDUQ_STORE=dynamodb'})`}`);
     const began = Date.now();
     try {
-      const got = await scenario.run(bench);
+      const got = await scenario.run(bench, store === 'aws' ? 'dynamodb' : store);
       log(`    (${((Date.now() - began) / 1000).toFixed(1)} s)`);
-      return got;
+      // The targets are the default store's; the others are reported beside it.
+      return got.map((r): Row => (store === LOCAL_STORES[0] || store === 'aws' ? { ...r, store } : { ...r, store, target: null, met: null }));
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      failures.push(`scenario ${scenario.id}: ${message}`);
+      failures.push(`scenario ${scenario.id} (${store}): ${message}`);
       log(`    could not run: ${message}`);
-      return [{ scenario: scenario.id, name: scenario.title, metric: 'could not run', value: null, unit: '', reference: null, target: null, met: null, note: message }];
+      return [{ scenario: scenario.id, store, name: scenario.title, metric: 'could not run', value: null, unit: '', reference: null, target: null, met: null, note: message }];
     }
   };
-  for (const scenario of selected) rows.push(...(await runScenario(scenario)));
-
-  // The A2A door is being written while this runs: look again once everything else is done.
-  const a2aMissing = rows.some((r) => r.scenario === 3 && r.note?.startsWith('not measured'));
-  if (a2aMissing) {
-    log('\n[3] re-checking the A2A door');
-    const again = await runScenario(scenarios[2]);
-    if (!again.some((r) => r.note?.startsWith('not measured'))) {
-      rows.splice(rows.findIndex((r) => r.scenario === 3), rows.filter((r) => r.scenario === 3).length, ...again);
-    } else log('    still missing');
+  for (const scenario of selected) {
+    for (const store of scenario.stores) if (!onlyStore || store === onlyStore || store === 'aws') rows.push(...(await runScenario(scenario, store)));
   }
-  await agent.stop();
 
-  rows.sort((a, b) => a.scenario - b.scenario);
+  await agent.stop();
+  await stopProber();
+
+  // Scenario by scenario, each store's rows together (the sort is stable).
+  const storeOrder = (r: Row) => (r.store === undefined ? 0 : ['aws', ...LOCAL_STORES].indexOf(r.store));
+  rows.sort((a, b) => a.scenario - b.scenario || storeOrder(a) - storeOrder(b));
   log(`\n${table(rows)}`);
-  for (const r of rows.filter((r) => r.note)) log(`  [${r.scenario}] ${r.metric}: ${r.note}`);
+  for (const r of rows.filter((r) => r.note)) log(`  [${r.scenario}${r.store ? ` ${r.store}` : ''}] ${r.metric}: ${r.note}`);
   if (cost) {
     log(`\ncost of ${cost.breakdown.perRuns} runs (USD, ${PRICES.region}, prices as of ${PRICES.asOf}):`);
     for (const [part, usd] of Object.entries(cost.breakdown)) if (part !== 'perRuns') log(`  ${part.padEnd(22)} ${usd.toFixed(4)}`);
@@ -171,24 +172,17 @@ async function main(): Promise<number> {
   const results = {
     generatedAt: new Date().toISOString(),
     mode: quick ? 'quick' : 'full',
-    experiment: experiment ? `${experimentFlag}: ${experiment.what}` : undefined,
     durationSeconds: Math.round((Date.now() - startedAt) / 1000),
     machine: { ...machine(), loadAverageAtEnd: loadavg().map((load) => Math.round(load * 100) / 100) },
     layout:
-      'three processes on one machine: the harness (clients), the scripted agent (AG-UI endpoint and the @a2a-js/sdk reference server), the gateway (startLocalGateway on a temp dir, dynalite on a thread of its own; the AWS wiring for scenario 6)',
+      'three processes on one machine: the harness (clients), the scripted agent (AG-UI endpoint and the @a2a-js/sdk reference server), the gateway (startLocalGateway on a temp dir: SQLite, or with FUNDUQ_STORE=dynamodb the DynamoDB adapter on dynalite on a thread of its own; the AWS wiring for scenario 6)',
     results: rows,
     cost: cost ? { ...cost, prices: PRICES } : undefined,
     profiles: profile ? profiles : undefined,
     failures,
   };
-  // Neither an experiment, a partial run (--only) nor a quick one overwrites the figures of record.
-  const file = experiment
-    ? `results${experimentFlag!.slice(1)}.json`
-    : only
-      ? `results-only-${[...only].sort().join('-')}.json`
-      : quick
-        ? 'results-quick.json'
-        : 'results.json';
+  // Neither a partial run (--only) nor a quick one overwrites the figures of record.
+  const file = only ? `results-only-${[...only].sort().join('-')}.json` : quick ? 'results-quick.json' : 'results.json';
   await writeFile(join(BENCH_DIR, file), `${JSON.stringify(results, null, 2)}\n`);
   log(`\nwrote bench/${file} (${results.durationSeconds} s)`);
   return failures.length > 0 ? 1 : 0;

@@ -4,8 +4,9 @@
  * Settings come from CDK context (`-c key=value` or the `context` of cdk.json); defaults in
  * `DEFAULT_SETTINGS` (lib/funduq-stack.ts):
  *   threadQueueLimit=8  apiAuth=apiKey (none | apiKey | jwt + jwtUserPoolArn)  stageName=v1
- *   logRetentionDays=30  dispatcherConcurrency=10  maxReceiveCount=3  retainData=true
+ *   logRetentionDays=30  dispatcherConcurrency=10 (dispatcherReservedConcurrency: opt-in)  maxReceiveCount=3  retainData=true
  *   adminTokenSecretName (default: a generated secret)  domainName + certificateArn  alarmEmail
+ *   agentFunctions=name,arn,… (the Lambda functions agents of the `lambda` kind may run on)
  *   stackName=Funduq
  */
 import { App } from 'aws-cdk-lib';

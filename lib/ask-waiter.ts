@@ -5,7 +5,8 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
-import { ENV } from '../lambdas/handlers/environment.js';
+import { ALARM_PERIOD, alarmOnAny } from './alarm.js';
+import { ENV } from '../lambdas/runtimes/environment.js';
 import { GatewayFunction } from './gateway-function.js';
 import type { Store } from './store.js';
 
@@ -38,7 +39,8 @@ export class AskWaiter extends Construct {
       logRetention: props.logRetention,
       environment: props.environment,
     });
-    props.store.runs.grantReadWriteData(this.expirer.function);
+    // It reads the run and closes its asks: one item of the runs table.
+    props.store.runs.grant(this.expirer.function, 'dynamodb:GetItem', 'dynamodb:UpdateItem');
 
     const hasExpiry = new sfn.Choice(this, 'Has an expiry?');
     const waitForExpiry = new sfn.Wait(this, 'Wait until the earliest expiresAt', {
@@ -74,14 +76,12 @@ export class AskWaiter extends Construct {
       },
     });
 
-    this.failuresAlarm = new cloudwatch.Alarm(this, 'FailuresAlarm', {
-      alarmDescription: 'funduq ask waiter: an execution failed, so some asks may never expire',
-      metric: this.stateMachine.metricFailed({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    this.failuresAlarm = alarmOnAny(
+      this,
+      'FailuresAlarm',
+      'funduq ask waiter: an execution failed, so some asks may never expire',
+      this.stateMachine.metricFailed({ period: ALARM_PERIOD, statistic: cloudwatch.Stats.SUM }),
+    );
   }
 
   /** What a function needs to arm the timer of a run (the dispatcher, when a run settles with asks). */

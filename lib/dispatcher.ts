@@ -1,4 +1,5 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -17,10 +18,18 @@ export interface DispatcherProps {
   store: Store;
   threadQueue: ThreadQueue;
   askWaiter: AskWaiter;
-  /** At most this many runs are dispatched at once, across all threads (2 to 1000: SQS maximum concurrency's range). */
-  reservedConcurrency: number;
+  /** At most this many runs are dispatched from the thread queue at once, across all threads (2 to 1000: SQS maximum concurrency's range). */
+  maxConcurrency: number;
+  /**
+   * Opt-in: concurrency reserved for the dispatcher. Unset, none is: Lambda keeps 100 of an
+   * account's concurrency unreserved, so any reservation is refused on an account whose quota is
+   * below 100 plus it (a new account's default is 10).
+   */
+  reservedConcurrency?: number;
   logRetention: logs.RetentionDays;
   environment: Record<string, string>;
+  /** The functions agents of the `lambda` kind run on (names or ARNs): the only ones the dispatcher may invoke. */
+  agentFunctions?: readonly string[];
 }
 
 /**
@@ -33,8 +42,13 @@ export class Dispatcher extends Construct {
 
   constructor(scope: Construct, id: string, props: DispatcherProps) {
     super(scope, id);
-    if (!Number.isInteger(props.reservedConcurrency) || props.reservedConcurrency < 2 || props.reservedConcurrency > 1000) {
-      throw new Error(`dispatcher reserved concurrency must be an integer from 2 to 1000, got ${props.reservedConcurrency}`);
+    if (!Number.isInteger(props.maxConcurrency) || props.maxConcurrency < 2 || props.maxConcurrency > 1000) {
+      throw new Error(`the dispatcher's maximum concurrency must be an integer from 2 to 1000, got ${props.maxConcurrency}`);
+    }
+    if (props.reservedConcurrency !== undefined && props.reservedConcurrency <= props.maxConcurrency) {
+      throw new Error(
+        `the dispatcher's reserved concurrency (${props.reservedConcurrency}) must be more than its maximum concurrency (${props.maxConcurrency}): interjections are dispatched beside the queue's runs`,
+      );
     }
     this.function = new GatewayFunction(this, 'Dispatcher', {
       handler: 'dispatcher',
@@ -53,13 +67,35 @@ export class Dispatcher extends Construct {
         // One message is one run: a batch would hold a thread's later runs behind an earlier one's failure.
         batchSize: 1,
         reportBatchItemFailures: true,
-        // The poller never invokes beyond the reserved concurrency, so no message waits out its
-        // visibility timeout behind a throttled invoke (AWS: "maximum concurrency for SQS event sources").
-        maxConcurrency: props.reservedConcurrency,
+        // Bounds dispatch without reserving concurrency: the poller invokes no more than this many
+        // at once (AWS: "maximum concurrency for SQS event sources"), and a throttled invoke is
+        // retried while the message stays invisible (the queue's visibility is 6× this timeout).
+        maxConcurrency: props.maxConcurrency,
       }),
     );
-    props.store.runs.grantReadWriteData(fn);
-    props.store.runEvents.grantReadWriteData(fn);
+    props.store.grantRecord(fn);
     props.askWaiter.grantArm(fn);
+    // An interjection whose run settled before it was dispatched becomes the thread's next run.
+    props.threadQueue.grantSend(fn);
+    if (props.agentFunctions && props.agentFunctions.length > 0) {
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          // InvokeWithResponseStream is authorised by lambda:InvokeFunction; a qualifier is a suffix of the ARN.
+          actions: ['lambda:InvokeFunction'],
+          resources: props.agentFunctions.flatMap((name) => {
+            const arn = functionArn(Stack.of(this), name);
+            return [arn, `${arn}:*`];
+          }),
+        }),
+      );
+    }
   }
+}
+
+/** A function's ARN from its name, partial ARN (`account:function:name`) or ARN, in the stack's account and region. */
+function functionArn(stack: Stack, name: string): string {
+  if (name.startsWith('arn:')) return name;
+  const partial = /^(\d{12}):function:(.+)$/.exec(name);
+  if (partial) return `arn:${stack.partition}:lambda:${stack.region}:${partial[1]}:function:${partial[2]}`;
+  return `arn:${stack.partition}:lambda:${stack.region}:${stack.account}:function:${name}`;
 }

@@ -2,11 +2,12 @@ import { Duration, Stack } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import type * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import type * as cognito from 'aws-cdk-lib/aws-cognito';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
-import { ENV } from '../lambdas/handlers/environment.js';
+import { ENV } from '../lambdas/runtimes/environment.js';
 import type { AskWaiter } from './ask-waiter.js';
 import { GatewayFunction } from './gateway-function.js';
 import type { Store } from './store.js';
@@ -37,8 +38,8 @@ export interface DoorsApiProps {
   domain?: CustomDomain;
 }
 
-/** A streaming response may last 15 minutes; the SSE framing ends cleanly before that. */
-const STREAM_TIMEOUT = Duration.minutes(15);
+/** A streaming response may last 15 minutes; the SSE framing ends cleanly before that. No door's invocation lasts longer. */
+export const STREAM_TIMEOUT = Duration.minutes(15);
 /** API Gateway's default cap for a buffered integration. */
 const BUFFERED_TIMEOUT = Duration.seconds(29);
 
@@ -94,12 +95,17 @@ export class DoorsApi extends Construct {
       paramsAndSecrets,
     });
     for (const door of [this.streaming.function, this.buffered.function]) {
-      props.store.runs.grantReadWriteData(door);
-      props.store.runEvents.grantReadWriteData(door);
-      props.threadQueue.queue.grantSendMessages(door);
+      props.store.grantRecord(door);
+      props.threadQueue.grantSend(door);
       props.dispatcher.grantInvoke(door);
       props.askWaiter.grantDisarm(door);
-      props.adminToken.grantRead(door);
+      // The extension calls GetSecretValue with the function's role, and nothing else.
+      door.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['secretsmanager:GetSecretValue'],
+          resources: [props.adminToken.secretFullArn ?? `${props.adminToken.secretArn}-??????`],
+        }),
+      );
     }
 
     this.api = new apigw.RestApi(this, 'Api', {
@@ -143,6 +149,10 @@ export class DoorsApi extends Construct {
     this.route('ANY', '/agui/{agentId}/{proxy+}', 'buffered');
     this.route('ANY', '/agui/{agentId}/runs/{runId}/{proxy+}', 'buffered');
     this.route('ANY', '/a2a/{agentId}/{proxy+}', 'buffered');
+    // The usage export can be months of records: a buffered Lambda response holds 6 MB, a stream
+    // far more. Its resource and each one above it answer every other method and path buffered.
+    this.route('GET', '/admin/usage/export', 'stream');
+    for (const path of ['/admin/{proxy+}', '/admin/usage', '/admin/usage/{proxy+}', '/admin/usage/export']) this.route('ANY', path, 'buffered');
 
     if (props.auth.mode === 'apiKey') {
       const plan = this.api.addUsagePlan('UsagePlan', {

@@ -8,60 +8,40 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
-import { ENV } from '../lambdas/handlers/environment.js';
+import { ENV } from '../lambdas/runtimes/environment.js';
+import {
+  DEPLOY_SETTINGS,
+  GATEWAY_SETTINGS,
+  readSettings,
+  SettingsError,
+  toEnvironment,
+  type DeploySettings,
+  type GatewaySettings,
+} from '../lambdas/runtimes/settings.js';
 import { AskWaiter } from './ask-waiter.js';
+import { DeadLetters } from './dead-letters.js';
 import { Dispatcher, DISPATCHER_TIMEOUT } from './dispatcher.js';
 import { DoorsApi, type ApiAuth } from './doors-api.js';
+import { ProviderLink } from './provider-link.js';
+import { PushSigning } from './push-signing.js';
+import { Repair } from './repair.js';
+import { Sweep } from './sweep.js';
 import { Store } from './store.js';
 import { StreamHandler } from './stream-handler.js';
 import { ThreadQueue } from './thread-queue.js';
 
 export type ApiAuthMode = ApiAuth['mode'];
 
-/** The deploy-time settings, each with a default (see `DEFAULT_SETTINGS`). */
-export interface FunduqSettings {
-  /** Runs that may wait `queued` per thread; the next is refused with 429. */
-  threadQueueLimit: number;
-  /** Runs a tenant may start per minute (429 `tenant_rate_limited`); unset: no limit. */
-  tenantRunsPerMinute?: number;
-  /** Runs a tenant may have queued or running at once (429 `tenant_concurrency_limited`); unset: no limit. */
-  tenantConcurrentRuns?: number;
-  /** With `apiAuth: jwt`, the claim that names the caller's tenant; unset, each subject is its own tenant. */
-  jwtTenantClaim?: string;
-  /**
-   * Name of an existing Secrets Manager secret holding the admin token. When absent the stack
-   * creates one with a generated value; either way the token never appears in the template.
-   */
-  adminTokenSecretName?: string;
-  /** `apiKey` (a usage plan and one generated key), `jwt` (a Cognito user pool) or `none` (demo only). */
-  apiAuth: ApiAuthMode;
-  /** The Cognito user pool whose tokens the `jwt` mode accepts. */
-  jwtUserPoolArn?: string;
-  stageName: string;
-  /** Retention of every function's and the state machine's logs. */
-  logRetentionDays: logs.RetentionDays;
-  /** At most this many runs are dispatched at once (reserved concurrency of the dispatcher). */
-  dispatcherConcurrency: number;
-  /** Receives of a thread-queue message before it goes to the dead-letter queue. */
-  maxReceiveCount: number;
-  /** Keep the tables when the stack is deleted. */
-  retainData: boolean;
-  /** Serve the API on this domain name too, with the ACM certificate `certificateArn` (same region). */
-  domainName?: string;
-  certificateArn?: string;
-  /** Send every alarm to this address (an SNS topic with an email subscription). */
-  alarmEmail?: string;
-}
+/**
+ * The deploy-time settings: the gateway's own (handed to the functions) and the stack's, each
+ * with a default, all from the one settings schema (`lambdas/runtimes/settings.ts`).
+ */
+export type FunduqSettings = GatewaySettings & DeploySettings;
 
-export const DEFAULT_SETTINGS: FunduqSettings = {
-  threadQueueLimit: 8,
-  apiAuth: 'apiKey',
-  stageName: 'v1',
-  logRetentionDays: logs.RetentionDays.ONE_MONTH,
-  dispatcherConcurrency: 10,
-  maxReceiveCount: 3,
-  retainData: true,
-};
+/** The settings the stack reads from CDK context, by their context keys. */
+const STACK_SETTINGS = { ...GATEWAY_SETTINGS, ...DEPLOY_SETTINGS };
+
+export const DEFAULT_SETTINGS: FunduqSettings = readSettings(STACK_SETTINGS, 'context', () => undefined);
 
 export interface FunduqStackProps extends StackProps {
   settings?: Partial<FunduqSettings>;
@@ -78,17 +58,22 @@ export class FunduqStack extends Stack {
   readonly threadQueue: ThreadQueue;
   readonly askWaiter: AskWaiter;
   readonly dispatcher: Dispatcher;
+  readonly deadLetters: DeadLetters;
+  readonly repair: Repair;
+  readonly sweep: Sweep;
   readonly doors: DoorsApi;
   readonly streamHandler: StreamHandler;
+  readonly pushSigning: PushSigning;
+  readonly link: ProviderLink;
 
   constructor(scope: Construct, id: string, props: FunduqStackProps = {}) {
     super(scope, id, {
       description: 'funduq: an agent gateway (AG-UI and A2A doors in front of agent providers)',
       ...props,
     });
-    const settings = checkSettings({ ...DEFAULT_SETTINGS, ...withoutUndefined(props.settings ?? {}) });
+    const settings = checkSettings(props.settings ?? {});
     this.settings = settings;
-    const logRetention = settings.logRetentionDays;
+    const logRetention = settings.logRetentionDays as logs.RetentionDays;
 
     const adminToken = settings.adminTokenSecretName
       ? secretsmanager.Secret.fromSecretNameV2(this, 'AdminToken', settings.adminTokenSecretName)
@@ -101,9 +86,8 @@ export class FunduqStack extends Stack {
     const recordEnvironment = {
       [ENV.runsTable]: this.store.runs.tableName,
       [ENV.runEventsTable]: this.store.runEvents.tableName,
-      [ENV.threadQueueLimit]: String(settings.threadQueueLimit),
-      ...(settings.tenantRunsPerMinute ? { [ENV.tenantRunsPerMinute]: String(settings.tenantRunsPerMinute) } : {}),
-      ...(settings.tenantConcurrentRuns ? { [ENV.tenantConcurrentRuns]: String(settings.tenantConcurrentRuns) } : {}),
+      // The gateway's settings reach the functions by the names the schema gives them, and are read there by it.
+      ...toEnvironment(GATEWAY_SETTINGS, settings),
       ...(settings.jwtTenantClaim ? { [ENV.jwtTenantClaim]: settings.jwtTenantClaim } : {}),
     };
 
@@ -119,12 +103,37 @@ export class FunduqStack extends Stack {
       environment: queueEnvironment,
     });
     const gatewayEnvironment = { ...queueEnvironment, ...this.askWaiter.environment };
+    // Test-only (the AWS box's push receiver): the functions that vet and send pushes are told.
+    const pushEnvironment: Record<string, string> = settings.pushToLoopbackForTests ? { [ENV.pushToLoopbackForTests]: 'true' } : {};
 
     this.dispatcher = new Dispatcher(this, 'Dispatcher', {
       store: this.store,
       threadQueue: this.threadQueue,
       askWaiter: this.askWaiter,
-      reservedConcurrency: settings.dispatcherConcurrency,
+      maxConcurrency: settings.dispatcherConcurrency,
+      reservedConcurrency: settings.dispatcherReservedConcurrency,
+      agentFunctions: settings.agentFunctions,
+      logRetention,
+      environment: gatewayEnvironment,
+    });
+    this.deadLetters = new DeadLetters(this, 'DeadLetters', {
+      store: this.store,
+      threadQueue: this.threadQueue,
+      logRetention,
+      environment: queueEnvironment,
+    });
+    this.repair = new Repair(this, 'Repair', {
+      store: this.store,
+      threadQueue: this.threadQueue,
+      askWaiter: this.askWaiter,
+      logRetention,
+      environment: gatewayEnvironment,
+    });
+    this.sweep = new Sweep(this, 'Sweep', {
+      store: this.store,
+      threadQueue: this.threadQueue,
+      askWaiter: this.askWaiter,
+      everyMinutes: settings.arrivalSweepMinutes,
       logRetention,
       environment: gatewayEnvironment,
     });
@@ -137,7 +146,7 @@ export class FunduqStack extends Stack {
       auth: this.apiAuth(settings),
       stageName: settings.stageName,
       logRetention,
-      environment: gatewayEnvironment,
+      environment: { ...gatewayEnvironment, ...pushEnvironment },
       domain:
         settings.domainName && settings.certificateArn
           ? {
@@ -149,8 +158,19 @@ export class FunduqStack extends Stack {
     this.streamHandler = new StreamHandler(this, 'StreamHandler', {
       store: this.store,
       logRetention,
-      environment: recordEnvironment,
+      environment: { ...recordEnvironment, ...pushEnvironment },
     });
+
+    this.pushSigning = new PushSigning(this, 'PushSigning', { doors: this.doors, signers: [this.streamHandler.function.function] });
+
+    this.link = new ProviderLink(this, 'Link', { store: this.store, threadQueue: this.threadQueue, askWaiter: this.askWaiter, logRetention, environment: gatewayEnvironment });
+    // The doors cancel link runs and register providers, the dispatcher offers runs: both take part in the link.
+    for (const fn of [this.dispatcher.function.function, this.doors.buffered.function, this.doors.streaming.function]) this.link.grantLink(fn);
+    // Whoever settles a run lets go of the thread-queue message a link run held (the dispatcher's
+    // event source may already; the repair's own construct grants it, for any settled run's message).
+    for (const fn of [this.doors.buffered.function, this.doors.streaming.function, this.deadLetters.function.function]) {
+      this.threadQueue.grantRelease(fn);
+    }
 
     if (settings.alarmEmail) this.sendAlarmsTo(settings.alarmEmail);
     this.outputs(settings, adminToken);
@@ -177,13 +197,25 @@ export class FunduqStack extends Stack {
     const base = this.doors.url;
     new CfnOutput(this, 'AguiUrl', { description: 'AG-UI door: POST <url><agentId>', value: `${base}agui/` });
     new CfnOutput(this, 'A2aUrl', {
-      description: 'A2A door: <url><agentId> (agent card at <url><agentId>/.well-known/agent-card.json)',
+      description: "A2A door: an agent's URL is <url><agentId>/ (its card at <url><agentId>/.well-known/agent-card.json)",
       value: `${base}a2a/`,
     });
     new CfnOutput(this, 'AdminUrl', { description: 'Admin routes (bearer: the admin token secret)', value: `${base}admin/` });
     new CfnOutput(this, 'AdminTokenSecret', {
       description: 'The admin token: aws secretsmanager get-secret-value --secret-id <this>',
       value: adminToken.secretName,
+    });
+    new CfnOutput(this, 'PushSigningSecret', {
+      description: 'The seed the push signing keys are derived from (a new value replaces every key)',
+      value: this.pushSigning.seed.secretName,
+    });
+    new CfnOutput(this, 'LinkUrl', {
+      description: "Providers of link agents dial out here (funduq/provider connect); they pin funduq's public key from GET <AdminUrl>link",
+      value: this.link.stage.url,
+    });
+    new CfnOutput(this, 'LinkKeySecret', {
+      description: "The secret funduq's link key is derived from (a new value is a new key, which every provider must pin again)",
+      value: this.link.keySecret.secretName,
     });
     new CfnOutput(this, 'RunsTableName', { value: this.store.runs.tableName });
     new CfnOutput(this, 'RunEventsTableName', { value: this.store.runEvents.tableName });
@@ -213,69 +245,34 @@ export class FunduqStack extends Stack {
 
 /**
  * Reads the settings from CDK context (`cdk deploy -c threadQueueLimit=4` or `cdk.json`), where
- * values arrive as strings or JSON. Unset keys keep their defaults.
+ * values arrive as strings or JSON: only those given, checked by the settings schema.
  */
 export function settingsFromContext(get: (key: string) => unknown): Partial<FunduqSettings> {
-  const text = (key: string) => {
-    const value = get(key);
-    return value === undefined || value === null || value === '' ? undefined : String(value);
-  };
-  const integer = (key: string) => {
-    const value = text(key);
-    if (value === undefined) return undefined;
-    if (!/^\d+$/.test(value)) throw new Error(`context "${key}" must be a whole number, got "${value}"`);
-    return Number(value);
-  };
-  const flag = (key: string) => {
-    const value = text(key);
-    if (value === undefined) return undefined;
-    if (value !== 'true' && value !== 'false') throw new Error(`context "${key}" must be true or false, got "${value}"`);
-    return value === 'true';
-  };
-  return withoutUndefined({
-    threadQueueLimit: integer('threadQueueLimit'),
-    tenantRunsPerMinute: integer('tenantRunsPerMinute'),
-    tenantConcurrentRuns: integer('tenantConcurrentRuns'),
-    jwtTenantClaim: text('jwtTenantClaim'),
-    adminTokenSecretName: text('adminTokenSecretName'),
-    apiAuth: text('apiAuth') as ApiAuthMode | undefined,
-    jwtUserPoolArn: text('jwtUserPoolArn'),
-    stageName: text('stageName'),
-    logRetentionDays: integer('logRetentionDays'),
-    dispatcherConcurrency: integer('dispatcherConcurrency'),
-    maxReceiveCount: integer('maxReceiveCount'),
-    retainData: flag('retainData'),
-    domainName: text('domainName'),
-    certificateArn: text('certificateArn'),
-    alarmEmail: text('alarmEmail'),
-  });
+  return readSettings(STACK_SETTINGS, 'context', get, { defaults: false }) as Partial<FunduqSettings>;
 }
 
-function checkSettings(settings: FunduqSettings): FunduqSettings {
+/**
+ * The settings given (typed, or from context) over the defaults, each checked by the schema as its
+ * text would be: the same value fails the same way at `cdk synth` as in a function or at `npm start`.
+ */
+function checkSettings(given: Partial<FunduqSettings>): FunduqSettings {
+  const settings = readSettings(STACK_SETTINGS, 'context', (key) => {
+    const value = (given as Record<string, unknown>)[key];
+    return Array.isArray(value) ? value.join(',') : value;
+  });
   const problems: string[] = [];
-  if (!Number.isInteger(settings.threadQueueLimit) || settings.threadQueueLimit < 1) {
-    problems.push(`threadQueueLimit must be a whole number from 1, got ${settings.threadQueueLimit}`);
-  }
-  if (!['none', 'apiKey', 'jwt'].includes(settings.apiAuth)) {
-    problems.push(`apiAuth must be none, apiKey or jwt, got "${settings.apiAuth}"`);
-  }
   if (settings.apiAuth === 'jwt' && !settings.jwtUserPoolArn) problems.push('apiAuth=jwt needs jwtUserPoolArn');
-  if (!/^[A-Za-z0-9_-]{1,128}$/.test(settings.stageName)) {
-    problems.push(`stageName may hold letters, digits, - and _ only, got "${settings.stageName}"`);
-  }
   if (!Object.values(logs.RetentionDays).includes(settings.logRetentionDays)) {
     problems.push(`logRetentionDays must be one CloudWatch Logs offers (1, 3, 5, 7, 14, 30, 60, 90, …), got ${settings.logRetentionDays}`);
   }
-  if (!Number.isInteger(settings.maxReceiveCount) || settings.maxReceiveCount < 1 || settings.maxReceiveCount > 1000) {
-    problems.push(`maxReceiveCount must be a whole number from 1 to 1000, got ${settings.maxReceiveCount}`);
+  if (settings.dispatcherReservedConcurrency !== undefined && settings.dispatcherReservedConcurrency <= settings.dispatcherConcurrency) {
+    problems.push(
+      `dispatcherReservedConcurrency (-c dispatcherReservedConcurrency) must be more than dispatcherConcurrency (${settings.dispatcherConcurrency}), got ${settings.dispatcherReservedConcurrency}: interjections are dispatched beside the queue's runs`,
+    );
   }
   if (Boolean(settings.domainName) !== Boolean(settings.certificateArn)) {
     problems.push('domainName and certificateArn go together');
   }
-  if (problems.length > 0) throw new Error(`funduq settings: ${problems.join('; ')}`);
+  if (problems.length > 0) throw new SettingsError(`funduq settings: ${problems.join('; ')}`);
   return settings;
-}
-
-function withoutUndefined<T extends object>(object: T): Partial<T> {
-  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined)) as Partial<T>;
 }

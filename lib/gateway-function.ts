@@ -5,11 +5,12 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { ALARM_PERIOD, alarmOnAny } from './alarm.js';
 
 const PROJECT_ROOT = fileURLToPath(new URL('../', import.meta.url));
 
 /** The Lambda entry points under `lambdas/handlers/`, one per function. */
-export type HandlerName = 'doors' | 'doors-stream' | 'dispatcher' | 'ask-expirer' | 'stream-handler';
+export type HandlerName = 'doors' | 'doors-stream' | 'dispatcher' | 'ask-expirer' | 'stream-handler' | 'dead-letters' | 'repair' | 'sweep' | 'link' | 'link-timer';
 
 export interface GatewayFunctionProps {
   handler: HandlerName;
@@ -53,8 +54,8 @@ export class GatewayFunction extends Construct {
       tracing: lambda.Tracing.ACTIVE,
       loggingFormat: lambda.LoggingFormat.JSON,
       logGroup,
+      // No --enable-source-maps and no source map: it adds 20–50 ms to a cold start's import and ~20 MB.
       environment: {
-        NODE_OPTIONS: '--enable-source-maps',
         POWERTOOLS_SERVICE_NAME: 'funduq',
         POWERTOOLS_METRICS_NAMESPACE: 'funduq',
         POWERTOOLS_LOG_LEVEL: 'INFO',
@@ -66,7 +67,7 @@ export class GatewayFunction extends Construct {
         target: 'node22',
         mainFields: ['module', 'main'],
         minify: true,
-        sourceMap: true,
+        sourceMap: false,
         // The SDK clients are pinned in package-lock.json; bundling them keeps the runtime's own copy out of the picture.
         bundleAwsSDK: true,
         externalModules: [],
@@ -74,13 +75,11 @@ export class GatewayFunction extends Construct {
         banner: "import { createRequire as __funduqCreateRequire } from 'node:module'; const require = __funduqCreateRequire(import.meta.url);",
       },
     });
-    this.errorsAlarm = new cloudwatch.Alarm(this, 'ErrorsAlarm', {
-      alarmDescription: `funduq ${props.handler}: the function reported errors`,
-      metric: this.function.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    this.errorsAlarm = alarmOnAny(
+      this,
+      'ErrorsAlarm',
+      `funduq ${props.handler}: the function reported errors`,
+      this.function.metricErrors({ period: ALARM_PERIOD, statistic: cloudwatch.Stats.SUM }),
+    );
   }
 }

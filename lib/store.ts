@@ -1,7 +1,16 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { RUN_EVENTS_TABLE, RUNS_TABLE } from '../lambdas/adapters/aws/dynamodb/tables.js';
+
+/**
+ * The calls the store adapter makes (`lambdas/adapters/aws/dynamodb/run-store.ts`), and nothing
+ * more: no transactions, no batch reads, no stream reads (a stream's event source is granted on
+ * its own). Scan serves the admin's agent deletion (are runs of it unsettled?).
+ */
+const READS = ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan'];
+const WRITES = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'];
 
 export interface StoreProps {
   /** Keep the tables when the stack is deleted (the record outlives the stack by default). */
@@ -49,11 +58,24 @@ export class Store extends Construct {
       projectionType: dynamodb.ProjectionType.ALL,
     });
 
+    this.runs.addGlobalSecondaryIndex({
+      indexName: RUNS_TABLE.byKey.indexName,
+      // Overloaded: each listing of the record in partitions of its own (see RUNS_TABLE.byKey).
+      partitionKey: { name: RUNS_TABLE.byKey.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: RUNS_TABLE.byKey.sortKey, type: dynamodb.AttributeType.STRING },
+      projectionType: dynamodb.ProjectionType.ALL,
+    });
+
     this.runEvents = new dynamodb.Table(this, 'RunEvents', {
       ...common,
       partitionKey: { name: RUN_EVENTS_TABLE.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: RUN_EVENTS_TABLE.sortKey, type: dynamodb.AttributeType.NUMBER },
       timeToLiveAttribute: RUN_EVENTS_TABLE.timeToLive,
     });
+  }
+
+  /** What a function that keeps the record needs (the doors, the dispatcher): reads and writes, both tables, their indexes. */
+  grantRecord(grantee: iam.IGrantable): void {
+    for (const table of [this.runs, this.runEvents]) table.grant(grantee, ...READS, ...WRITES);
   }
 }

@@ -1,11 +1,12 @@
 import { Duration } from 'aws-cdk-lib';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as logs from 'aws-cdk-lib/aws-logs';
-import * as sqs from 'aws-cdk-lib/aws-sqs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { STREAM_HANDLER_TIMEOUT_SECONDS } from '../lambdas/handlers/push-delivery.js';
+import { parkedChanges } from './alarm.js';
+import { STREAM_HANDLER_TIMEOUT_SECONDS } from '../lambdas/runtimes/push-delivery.js';
 import { GatewayFunction } from './gateway-function.js';
 import type { Store } from './store.js';
 
@@ -15,11 +16,13 @@ export interface StreamHandlerProps {
   environment: Record<string, string>;
 }
 
+const PARKED_DESCRIPTION = 'funduq stream handler: changes of the record were given up on (no push notification sent)';
+
 /**
  * Reads the record's changes from both tables' streams (new images) and delivers the A2A push
  * notifications they call for. A batch that keeps failing is bisected, then its record is sent to
  * a dead-letter queue rather than holding the shard for the stream's 24 hours. Its timeout and the
- * push sender's tries are set together (`lambdas/handlers/push-delivery.ts`).
+ * push sender's tries are set together (`lambdas/runtimes/push-delivery.ts`).
  */
 export class StreamHandler extends Construct {
   readonly function: GatewayFunction;
@@ -36,11 +39,9 @@ export class StreamHandler extends Construct {
       logRetention: props.logRetention,
       environment: props.environment,
     });
-    this.failures = new sqs.Queue(this, 'Failures', {
-      retentionPeriod: Duration.days(14),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-    });
+    const parked = parkedChanges(this, PARKED_DESCRIPTION);
+    this.failures = parked.queue;
+    this.failuresAlarm = parked.alarm;
     const fn = this.function.function;
     // A run's changes are inserts and updates; events are only ever inserted. Removals (TTL) are nobody's news.
     const changes = [
@@ -61,21 +62,11 @@ export class StreamHandler extends Construct {
         }),
       );
     }
-    props.store.runs.grantReadData(fn);
-    props.store.runEvents.grantReadData(fn);
+    // It reads a change's events and its task's push configs.
+    props.store.runs.grant(fn, 'dynamodb:GetItem', 'dynamodb:Query');
+    props.store.runEvents.grant(fn, 'dynamodb:Query');
     // A notification no try delivered is recorded on its push config (an update of an existing item).
     props.store.runs.grant(fn, 'dynamodb:UpdateItem');
 
-    this.failuresAlarm = new cloudwatch.Alarm(this, 'FailuresAlarm', {
-      alarmDescription: 'funduq stream handler: changes of the record were given up on (no push notification sent)',
-      metric: this.failures.metricApproximateNumberOfMessagesVisible({
-        period: Duration.minutes(5),
-        statistic: cloudwatch.Stats.MAXIMUM,
-      }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
   }
 }

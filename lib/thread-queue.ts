@@ -1,7 +1,12 @@
 import { Duration } from 'aws-cdk-lib';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { ALARM_PERIOD, alarmOnAny } from './alarm.js';
+
+/** The thread queue's visibility timeout, in dispatcher timeouts. */
+export const VISIBILITY_FACTOR = 6;
 
 export interface ThreadQueueProps {
   /**
@@ -40,22 +45,31 @@ export class ThreadQueue extends Construct {
       // (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/high-throughput-fifo.html).
       deduplicationScope: sqs.DeduplicationScope.MESSAGE_GROUP,
       fifoThroughputLimit: sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
-      visibilityTimeout: props.dispatcherTimeout.plus(Duration.minutes(5)),
+      // At least six times the function's timeout, as AWS asks of a queue that is a Lambda event
+      // source: a throttled invoke is retried while the message stays invisible, and a message
+      // that reappears uses up one of its receives (and holds its thread's group meanwhile).
+      // https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html
+      visibilityTimeout: Duration.seconds(props.dispatcherTimeout.toSeconds() * VISIBILITY_FACTOR),
       retentionPeriod: Duration.days(4),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       deadLetterQueue: { queue: this.deadLetters, maxReceiveCount: props.maxReceiveCount },
     });
-    this.deadLettersAlarm = new cloudwatch.Alarm(this, 'DeadLettersAlarm', {
-      alarmDescription: 'funduq thread queue: runs reached the dead-letter queue and were never dispatched',
-      metric: this.deadLetters.metricApproximateNumberOfMessagesVisible({
-        period: Duration.minutes(5),
-        statistic: cloudwatch.Stats.MAXIMUM,
-      }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    this.deadLettersAlarm = alarmOnAny(
+      this,
+      'DeadLettersAlarm',
+      'funduq thread queue: runs reached the dead-letter queue and were never dispatched',
+      this.deadLetters.metricApproximateNumberOfMessagesVisible({ period: ALARM_PERIOD, statistic: cloudwatch.Stats.MAXIMUM }),
+    );
+  }
+
+  /** What a function needs to enqueue a run: SendMessage, nothing else (it is given the queue's URL). */
+  grantSend(grantee: iam.IGrantable): void {
+    this.queue.grant(grantee, 'sqs:SendMessage');
+  }
+
+  /** What a function that settles runs, or repairs them, needs to let go of a settled run's message by its receipt handle: DeleteMessage. */
+  grantRelease(grantee: iam.IGrantable): void {
+    this.queue.grant(grantee, 'sqs:DeleteMessage');
   }
 }

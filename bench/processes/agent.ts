@@ -19,6 +19,10 @@ import {
   type RequestContext,
 } from '@a2a-js/sdk/server';
 import { Extensions, TaskState, type AgentCard } from '@a2a-js/sdk';
+import { AbstractAgent } from '@ag-ui/client';
+import type { BaseEvent, RunAgentInput } from '@ag-ui/core';
+import { Observable } from 'rxjs';
+import { connect, type ProviderLink } from 'funduq/provider';
 import { serveParent } from '../support/child.js';
 import { script, type Script } from '../support/script.js';
 
@@ -202,6 +206,45 @@ function cannedA2A(base: () => string) {
   };
 }
 
+/**
+ * The same script as an agent in this process, served over a provider link (`funduq/provider`):
+ * no URL, no port; its events stamped as the SSE endpoint stamps them.
+ */
+class LinkedScript extends AbstractAgent {
+  constructor(private readonly plan: Script) {
+    super({ description: `bench: ${plan.events} events every ${plan.intervalMs} ms, over a link` });
+  }
+
+  run(input: RunAgentInput): Observable<BaseEvent> {
+    const events = script(input, this.plan);
+    const plan = this.plan;
+    return new Observable<BaseEvent>((subscriber) => {
+      let stopped = false;
+      void (async () => {
+        const startedAt = performance.now();
+        for (let i = 0; i < events.length && !stopped; i++) {
+          if (plan.intervalMs > 0) {
+            const wait = startedAt + i * plan.intervalMs - performance.now();
+            if (wait > 0) await sleep(wait);
+          }
+          const sentAt = now();
+          subscriber.next({ ...events[i], timestamp: Math.floor(sentAt), rawEvent: { sentAt } } as BaseEvent);
+        }
+        subscriber.complete();
+      })();
+      return () => {
+        stopped = true;
+      };
+    });
+  }
+
+  override clone(): LinkedScript {
+    return new LinkedScript(this.plan);
+  }
+}
+
+const links: ProviderLink[] = [];
+
 let origin = '';
 const canned = cannedA2A(() => origin);
 const app = new Hono();
@@ -224,9 +267,17 @@ serveParent(
   {
     url: () => origin,
     rss: () => process.memoryUsage().rss,
+    cpu: () => process.cpuUsage(),
     loadCannedA2A: (recording: { sse: string; recordedId: string }) => canned.load(recording),
+    /** Links this process to a gateway as a provider serving `agents` (id → script). */
+    async link(params: { url: string; providerId: string; privateKey: string; funduqPublicKey: string; agents: Record<string, Script> }) {
+      const agents = Object.fromEntries(Object.entries(params.agents).map(([id, plan]) => [id, new LinkedScript(plan)]));
+      links.push(await connect({ ...params, agents }));
+      return true;
+    },
   },
   async () => {
+    for (const link of links.splice(0)) await link.close();
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   },

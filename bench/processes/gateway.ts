@@ -3,12 +3,10 @@
  * gateway's alone. Two shapes:
  * - `local`: `startLocalGateway`, exactly what `npm start` runs (dynalite on a thread of this
  *   process, data in a temp dir, in-process thread queue and change feed);
- * - `aws`: the AWS wiring on one machine: the doors and the dispatcher each with their own
- *   DynamoRunStore and polling change feed (they are separate Lambdas and cannot hear each
- *   other), sharing one dynalite; an in-process FIFO per thread stands in for SQS FIFO. The cost
- *   model runs on it, so the store requests counted are the ones AWS would bill;
- * - an experiment (`--without-push-driver`): the local wiring of
- *   `startLocalGateway` rebuilt here without the in-process push driver.
+ * - `aws`: the AWS wiring on one machine, as the handlers build it: the doors and the dispatcher
+ *   each with their own DynamoRunStore and polling change feed (they are separate Lambdas and
+ *   cannot hear each other), sharing one dynalite; an in-process FIFO per thread stands in for
+ *   SQS FIFO. The cost model runs on it, so the store requests counted are the ones AWS would bill.
  */
 import { randomUUID } from 'node:crypto';
 import { Session } from 'node:inspector/promises';
@@ -17,21 +15,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { join } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { serve } from '@hono/node-server';
-import { DynamoRunStore, type StoreUsage } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
-import { PollingChangeFeed } from '../../lambdas/adapters/aws/polling-change-feed.js';
-import { ensureTables, inProcessDynamoClient, localDynamoClient, startDynalite } from '../../lambdas/adapters/local/dynalite.js';
-import { startLocalGateway } from '../../lambdas/adapters/local/runtime.js';
-import { InProcessAskTimer } from '../../lambdas/adapters/local/ask-timer.js';
-import { InProcessChangeFeed } from '../../lambdas/adapters/local/change-feed.js';
+import type { DynamoRunStore, StoreUsage } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
+import { ensureTables, localDynamoClient, startDynalite } from '../../lambdas/adapters/local/dynalite.js';
 import { InProcessThreadQueue } from '../../lambdas/adapters/local/thread-queue.js';
-import { createGateway } from '../../lambdas/core/gateway.js';
-import type { Agent, StoredEvent } from '../../lambdas/core/model.js';
-import type { AskTimer, RunStore } from '../../lambdas/core/ports.js';
-import { createApp } from '../../lambdas/doors/app.js';
-import { AgUiHttpProvider } from '../../lambdas/providers/agui-http.js';
+import { systemClock } from '../../lambdas/adapters/system-clock.js';
+import type { Agent, Principal, StoredEvent } from '../../lambdas/core/model.js';
+import type { ApiKeys } from '../../lambdas/doors/api-keys.js';
+import type { AskTimer, RunStore, ThreadQueue } from '../../lambdas/core/ports.js';
+import { ENV } from '../../lambdas/runtimes/environment.js';
+import { startLocalGateway, type LocalStoreKind } from '../../lambdas/runtimes/local.js';
 import { serveParent } from '../support/child.js';
 import { script, type Script } from '../support/script.js';
 
@@ -44,6 +40,8 @@ interface Capacity {
 
 interface Shape {
   url: string;
+  /** Where providers link, and funduq's public key (local shape only). */
+  link?: { url: string; publicKey: string };
   /** The stores whose `usage` the cost model adds up (one per Lambda function in the AWS shape). */
   stores: Record<string, DynamoRunStore>;
   capacity?: Record<string, Capacity>;
@@ -55,64 +53,21 @@ interface Shape {
 
 const TABLES = { runs: 'funduq-runs', runEvents: 'funduq-run-events' };
 
-export type GatewayMode = 'local' | 'local-without-push-driver' | 'aws';
+export type GatewayMode = 'local' | 'aws';
 let shape: Shape | undefined;
 let dataDir: string | undefined;
+let loopDelay: IntervalHistogram | undefined;
 
-async function startLocal(): Promise<Shape> {
+async function startLocal(store: LocalStoreKind, apiKeys?: ApiKeys): Promise<Shape> {
   dataDir = await mkdtemp(join(tmpdir(), 'funduq-bench-'));
-  const local = await startLocalGateway({ dataDir, host: '127.0.0.1', port: 0, threadQueueLimit: 8, heartbeatMs: 15_000 });
+  const local = await startLocalGateway({ dataDir, store, host: '127.0.0.1', port: 0, threadQueueLimit: 8, heartbeatMs: 15_000, ...(apiKeys ? { apiKeys } : {}) });
   return {
     url: local.url,
-    stores: { gateway: local.gateway.deps.store as unknown as DynamoRunStore },
+    link: local.link,
+    stores: { gateway: local.store as unknown as DynamoRunStore },
     dispatches: [],
     queue: { sends: 0, receives: 0, deletes: 0 },
     close: () => local.close(),
-  };
-}
-
-/**
- * What `startLocalGateway` wires, less the demo agent, the admin routes and the push driver
- * (no scenario registers a push config).
- */
-async function startLocalComposed(): Promise<Shape> {
-  dataDir = await mkdtemp(join(tmpdir(), 'funduq-bench-composed-'));
-  const dynalite = await startDynalite({ path: dataDir });
-  const client = inProcessDynamoClient(dynalite);
-  await ensureTables(client, TABLES);
-  const store = new DynamoRunStore({ client, tables: TABLES });
-  const clock = { now: () => Date.now() };
-  const queue = new InProcessThreadQueue();
-  const timer = new InProcessAskTimer(clock);
-  const gateway = createGateway({
-    store,
-    queue,
-    timer,
-    feed: new InProcessChangeFeed(),
-    providers: { 'agui-http': new AgUiHttpProvider({ clock }) },
-    clock,
-    ids: { newId: () => randomUUID() },
-    settings: { threadQueueLimit: 8 },
-  });
-  await gateway.recover();
-  queue.start((runId, beside) => gateway.dispatchRun(runId, beside));
-  timer.start((runId) => gateway.expireAsks(runId));
-  const app = createApp({ gateway, sse: { heartbeatMs: 15_000 } });
-  const server = await new Promise<Server>((resolve) => {
-    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s as Server));
-  });
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    stores: { gateway: store },
-    dispatches: [],
-    queue: { sends: 0, receives: 0, deletes: 0 },
-    async close() {
-      timer.stop();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      await dynalite.close();
-      client.destroy();
-    },
   };
 }
 
@@ -145,9 +100,14 @@ function countCapacity(client: DynamoDBClient, into: Capacity): void {
 }
 
 async function startAwsShape(): Promise<Shape> {
+  // Imported here only: the AWS wiring loads Powertools' tracer, whose X-Ray SDK tracks every
+  // promise with async hooks, a cost the local gateway (npm start) never pays.
+  const { createStore, createWiring } = await import('../../lambdas/runtimes/aws.js');
+  const { doorsApp } = await import('../../lambdas/runtimes/aws-doors.js');
+  const { createProviders } = await import('../../lambdas/runtimes/providers.js');
   dataDir = await mkdtemp(join(tmpdir(), 'funduq-bench-aws-'));
   const dynalite = await startDynalite({ path: dataDir });
-  const clock = { now: () => Date.now() };
+  const clock = systemClock;
   const ids = { newId: () => randomUUID() };
   const capacity: Record<string, Capacity> = {};
   const clientFor = (name: string) => {
@@ -160,51 +120,44 @@ async function startAwsShape(): Promise<Shape> {
   await ensureTables(setupClient, TABLES);
   const doorsClient = clientFor('doors');
   const dispatcherClient = clientFor('dispatcher');
-  const doorsStore = new DynamoRunStore({ client: doorsClient, tables: TABLES });
-  const dispatcherStore = new DynamoRunStore({ client: dispatcherClient, tables: TABLES });
-  // Plain runs leave no asks: the timer (Step Functions) is never armed in these scenarios.
+  // Each function's wiring as the handlers build it (lambdas/runtimes/aws.ts), on its own client:
+  // an in-process FIFO per thread stands in for SQS FIFO, and the ask timer is never armed.
+  const env = { [ENV.runsTable]: TABLES.runs, [ENV.runEventsTable]: TABLES.runEvents, [ENV.threadQueueLimit]: '8' };
   const timer: AskTimer = { arm: async () => {}, disarm: async () => {} };
   const counts = { sends: 0, receives: 0, deletes: 0 };
   const dispatches: number[] = [];
   const fifo = new InProcessThreadQueue();
-  const settings = { threadQueueLimit: 8 };
-  const dispatcher = createGateway({
+  const dispatcherStore = createStore({ env, clients: { dynamodb: dispatcherClient } });
+  const doorsStore = createStore({ env, clients: { dynamodb: doorsClient } });
+  // The dispatcher enqueues nothing: runs come in through the doors.
+  const { gateway: dispatcher } = createWiring({
+    env,
+    clients: { dynamodb: dispatcherClient },
     store: dispatcherStore,
-    // The dispatcher enqueues nothing: runs come in through the doors.
-    queue: { enqueue: async () => {}, dispatchBeside: async () => {} },
     timer,
-    feed: new PollingChangeFeed(dispatcherStore),
-    providers: { 'agui-http': new AgUiHttpProvider({ clock }) },
+    queue: { enqueue: async () => {}, dispatchBeside: async () => {}, release: async () => {} },
+    providers: createProviders,
     clock,
     ids,
-    settings,
   });
-  const doors = createGateway({
-    store: doorsStore,
-    queue: {
-      async enqueue(message) {
-        counts.sends += 1;
-        await fifo.enqueue(message);
-      },
-      // An interjection is an asynchronous Lambda invoke on AWS; no scenario sends one.
-      dispatchBeside: (message) => fifo.dispatchBeside(message),
+  const doorsQueue: ThreadQueue = {
+    async enqueue(message) {
+      counts.sends += 1;
+      await fifo.enqueue(message);
     },
-    timer,
-    feed: new PollingChangeFeed(doorsStore),
-    providers: {},
-    clock,
-    ids,
-    settings,
-  });
+    // An interjection is an asynchronous Lambda invoke on AWS; no scenario sends one.
+    dispatchBeside: (message) => fifo.dispatchBeside(message),
+    release: () => fifo.release(),
+  };
+  const app = doorsApp({ env, clients: { dynamodb: doorsClient }, store: doorsStore, timer, queue: doorsQueue, clock, ids });
   fifo.start(async (runId, beside) => {
     // The event source mapping receives the message, the function runs, and a success deletes it.
     counts.receives += 1;
     const startedAt = performance.now();
-    await dispatcher.dispatchRun(runId, beside);
+    await dispatcher.dispatchRun(runId, { beside });
     dispatches.push(performance.now() - startedAt);
     counts.deletes += 1;
   });
-  const app = createApp({ gateway: doors, sse: { heartbeatMs: 10_000, maxDurationMs: 13.5 * 60_000 } });
   const server = await new Promise<Server>((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s as Server));
   });
@@ -234,8 +187,8 @@ function anyStore(): RunStore {
 
 /**
  * The store's own write ceiling: the same events written straight to the store through the
- * same adapter (BatchWriteItem of 25), no gateway in the path, in three arrangements; the best
- * is the ceiling.
+ * same adapter (SQLite transactions, or DynamoDB's BatchWriteItem of 25), no gateway in the
+ * path, in four arrangements; the best is the ceiling.
  */
 async function ceiling({ plan, rounds }: { plan: Script; rounds: number }) {
   const store = anyStore();
@@ -249,8 +202,12 @@ async function ceiling({ plan, rounds }: { plan: Script; rounds: number }) {
     }));
   };
   const arrangements: Record<string, (events: StoredEvent[]) => Promise<void>> = {
-    // One call: the adapter writes all batches of 25 in parallel.
-    'one call, all batches in parallel': (events) => store.appendEvents(events),
+    // One call: one transaction (SQLite), or all batches of 25 in parallel (DynamoDB).
+    'one call': (events) => store.appendEvents(events),
+    // As a run's log writes a burst: slices of 100, one at a time.
+    'batches of 100, one at a time': async (events) => {
+      for (let i = 0; i < events.length; i += 100) await store.appendEvents(events.slice(i, i + 100));
+    },
     // One batch of 25 at a time.
     'batches of 25, one at a time': async (events) => {
       for (let i = 0; i < events.length; i += 25) await store.appendEvents(events.slice(i, i + 25));
@@ -290,11 +247,13 @@ let atPeak: NodeJS.MemoryUsage | undefined;
 
 serveParent(
   {
-    async start({ mode }: { mode: GatewayMode }) {
-      if (mode === 'aws') shape = await startAwsShape();
-      else if (mode === 'local') shape = await startLocal();
-      else shape = await startLocalComposed();
+    async start({ mode, store, apiKeys }: { mode: GatewayMode; store: LocalStoreKind; apiKeys?: Record<string, Principal> }) {
+      shape = mode === 'aws' ? await startAwsShape() : await startLocal(store, apiKeys ? new Map(Object.entries(apiKeys)) : undefined);
       return shape.url;
+    },
+    link() {
+      if (!current().link) throw new Error('this gateway shape takes no provider links');
+      return current().link;
     },
     async putAgent(agent: Agent) {
       // In the AWS shape both functions read one table: one write serves both.
@@ -326,6 +285,20 @@ serveParent(
       return { peakRss, atPeak, maxRss: process.resourceUsage().maxRSS * 1024 };
     },
     cpu: () => process.cpuUsage(),
+    /** Samples how late this process's event loop runs its timers (10 ms resolution) until `loopDelayStop`. */
+    loopDelayStart() {
+      loopDelay?.disable();
+      loopDelay = monitorEventLoopDelay({ resolution: 10 });
+      loopDelay.enable();
+    },
+    loopDelayStop() {
+      if (!loopDelay) return undefined;
+      loopDelay.disable();
+      const ms = (ns: number) => ns / 1e6;
+      const figures = { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) };
+      loopDelay = undefined;
+      return figures;
+    },
     /** Starts V8's sampling profiler on this process (the measured phase only, not the start-up). */
     async profileStart() {
       profiler = new Session();

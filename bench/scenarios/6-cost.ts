@@ -28,6 +28,8 @@ interface Usage {
 interface WaveFigures {
   writeRequests: number;
   writeUnits: number;
+  /** Of the write units, the run's usage record (table and index): what metering adds. */
+  usageRecordUnits: number;
   readRequests: number;
   /** As dynalite bills them (ReturnConsumedCapacity), reads and writes. */
   consumedReadUnits: number;
@@ -153,6 +155,7 @@ export async function costModel(bench: Bench): Promise<CostModel> {
       const figures: WaveFigures = {
         writeRequests: delta('writeRequests'),
         writeUnits: delta('writeUnits'),
+        usageRecordUnits: delta('usageRecordUnits'),
         readRequests: delta('readRequests'),
         consumedReadUnits: consumed('readUnits'),
         consumedWriteUnits: consumed('writeUnits'),
@@ -194,6 +197,7 @@ export async function costModel(bench: Bench): Promise<CostModel> {
       row({ ...base, metric: 'DynamoDB write requests per run (adapter count)', unit: 'requests' }, pick('writeRequests')),
       row({ ...base, metric: 'DynamoDB write units per run (adapter count)', unit: 'WRU' }, pick('writeUnits')),
       row({ ...base, metric: 'DynamoDB write units per run (dynalite ConsumedCapacity)', unit: 'WRU' }, pick('consumedWriteUnits')),
+      row({ ...base, metric: 'of which the usage record (table + byKey index)', unit: 'WRU' }, pick('usageRecordUnits')),
       row({ ...base, metric: 'DynamoDB read requests per run (adapter count)', unit: 'requests' }, pick('readRequests')),
       row({ ...base, metric: 'DynamoDB read units per run (dynalite ConsumedCapacity)', unit: 'RRU' }, pick('consumedReadUnits')),
       row({ ...base, metric: `dispatcher Lambda duration (${shapes.dispatcher.memoryMb} MB ${shapes.dispatcher.architecture})`, unit: 's' }, pick('dispatcherSeconds')),

@@ -11,24 +11,29 @@ export interface StockRead {
   latencies: number[];
   events: number;
   lastType: string | undefined;
+  /** The run's RUN_ERROR, when it failed: its code and message. */
+  error?: string;
 }
 
 /** One run read with the stock @ag-ui/client (`HttpAgent.runAgent`), every event time-stamped on arrival. */
-export async function readWithStockClient(url: string, forwardedProps?: Record<string, unknown>): Promise<StockRead> {
+export async function readWithStockClient(url: string, forwardedProps?: Record<string, unknown>, headers?: Record<string, string>): Promise<StockRead> {
   const agent = new HttpAgent({
     url,
+    ...(headers ? { headers } : {}),
     threadId: randomUUID(),
     initialMessages: [{ id: randomUUID(), role: 'user', content: 'go' }],
   });
   const arrivals: number[] = [];
   const latencies: number[] = [];
   let lastType: string | undefined;
+  let error: string | undefined;
   const startedAt = now();
   await agent.runAgent(forwardedProps ? { forwardedProps } : {}, {
     onEvent: ({ event }) => {
       const at = now();
       arrivals.push(at);
       lastType = event.type;
+      if (event.type === 'RUN_ERROR') error = `${String((event as { code?: unknown }).code)}: ${String((event as { message?: unknown }).message)}`;
       const sentAt = (event.rawEvent as { sentAt?: number } | undefined)?.sentAt;
       if (typeof sentAt === 'number') latencies.push(at - sentAt);
     },
@@ -39,5 +44,6 @@ export async function readWithStockClient(url: string, forwardedProps?: Record<s
     latencies,
     events: arrivals.length,
     lastType,
+    ...(error ? { error } : {}),
   };
 }

@@ -1,7 +1,9 @@
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Agent } from '../../lambdas/core/model.js';
+import type { LocalStoreKind } from '../../lambdas/runtimes/local.js';
 import type { GatewayMode } from '../processes/gateway.js';
+import { generateKeyPair } from 'funduq/provider';
 import { startChild, type Child } from './child.js';
 import { scriptQuery, type Script } from './script.js';
 import type { Spread } from './stats.js';
@@ -12,6 +14,8 @@ export const PROFILE_DIR = `${BENCH_DIR}profiles`;
 /** One figure of one scenario, as `bench/results.json` holds it. */
 export interface Row {
   scenario: number;
+  /** The store the gateway kept its record in: `sqlite` (npm start's, with the targets), `dynamodb` (beside it), `aws` (scenario 6's wiring). */
+  store?: LocalStoreKind | 'aws';
   name: string;
   metric: string;
   /** The median across repetitions; null when the figure was not measured. */
@@ -35,8 +39,13 @@ export interface Bench {
   /** The scripted agent's process, for calls beyond its AG-UI endpoint. */
   agent: Child;
   log(line: string): void;
-  /** A fresh gateway process (fresh temp data dir); `name` names its CPU profile. */
-  startGateway(mode: 'local' | 'aws', name: string): Promise<Gateway>;
+  /** A fresh gateway process (fresh temp data dir) on a store (SQLite unless said); `name` names its CPU profile. */
+  startGateway(mode: 'local' | 'aws', name: string, store?: LocalStoreKind, options?: GatewayOptions): Promise<Gateway>;
+}
+
+export interface GatewayOptions {
+  /** Callers' API keys, key → principal (local shape only); absent, open mode. */
+  apiKeys?: Record<string, { id: string; tenant: string }>;
 }
 
 export interface Gateway {
@@ -44,6 +53,8 @@ export interface Gateway {
   url: string;
   /** Registers an agui-http agent served by the scripted agent with `plan`. */
   registerAgent(id: string, plan: Script): Promise<void>;
+  /** The same script as an agent of the `link` kind: the scripted agent's process dials out to the gateway and serves it. */
+  linkAgent(id: string, plan: Script): Promise<void>;
   /**
    * With --profile, runs `phase` under V8's CPU profiler in the gateway's process (the same
    * sampler as `node --cpu-prof`, started and stopped around the measured part) and writes
@@ -53,9 +64,17 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-export async function startGateway(agentUrl: string, mode: GatewayMode, name: string, profile: boolean): Promise<Gateway> {
+export async function startGateway(
+  agentUrl: string,
+  agentProcess: Child,
+  mode: GatewayMode,
+  name: string,
+  profile: boolean,
+  store: LocalStoreKind = 'sqlite',
+  options: GatewayOptions = {},
+): Promise<Gateway> {
   const child = await startChild('gateway.ts', { name: `gateway (${name})` });
-  const url = await child.call<string>('start', { mode });
+  const url = await child.call<string>('start', { mode, store, apiKeys: options.apiKeys });
   return {
     child,
     url,
@@ -69,6 +88,18 @@ export async function startGateway(agentUrl: string, mode: GatewayMode, name: st
         idleTimeoutSeconds: 300,
       };
       await child.call('putAgent', agent);
+    },
+    async linkAgent(id, plan) {
+      const link = await child.call<{ url: string; publicKey: string }>('link');
+      const keys = generateKeyPair();
+      const providerId = `bench-${id}`;
+      const registered = await fetch(`${url}/admin/providers/${providerId}`, {
+        method: 'PUT',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ publicKey: keys.publicKey, agents: [id], maxConcurrentRuns: 1000 }),
+      });
+      if (!registered.ok) throw new Error(`PUT /admin/providers/${providerId}: ${registered.status} ${await registered.text()}`);
+      await agentProcess.call('link', { url: link.url, providerId, privateKey: keys.privateKey, funduqPublicKey: link.publicKey, agents: { [id]: plan } });
     },
     async profiled(label, phase) {
       if (!profile) return phase();

@@ -22,6 +22,7 @@ export async function readRun(
   url: string,
   input: { threadId: string; runId: string; forwardedProps?: unknown },
   onHeaders?: () => void,
+  headers: Record<string, string> = {},
 ): Promise<Read> {
   const startedAt = now();
   const arrivals: number[] = [];
@@ -30,7 +31,7 @@ export async function readRun(
   try {
     response = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
       body: JSON.stringify({
         threadId: input.threadId,
         runId: input.runId,

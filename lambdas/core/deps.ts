@@ -1,6 +1,9 @@
-import type { RecentAgents } from './recent-agents.js';
-import type { CoreSettings } from './settings.js';
-import type { AskTimer, ChangeFeed, Clock, IdSource, Provider, RunStore, ThreadQueue } from './ports.js';
+import { Ledger } from './ledger.js';
+import type { LinkDeps } from './link/deps.js';
+import type { LinkProvider, Tenant } from './model.js';
+import { agentForDispatch, Recent, RecentAgents } from './recent-agents.js';
+import { DEFAULT_LINK_SETTINGS, type CoreSettings, type LinkSettings } from './settings.js';
+import type { AskTimer, ChangeFeed, Clock, IdSource, LinkedProvider, Provider, RunStore, StreamRules, ThreadQueue, UsageMeter } from './ports.js';
 
 /** Everything the use cases reach the world through. */
 export interface CoreDeps {
@@ -8,15 +11,44 @@ export interface CoreDeps {
   queue: ThreadQueue;
   timer: AskTimer;
   feed: ChangeFeed;
-  /** Providers by kind (`demo`, `agui-http`, …): an agent's `provider.kind` picks one. */
-  providers: Readonly<Record<string, Provider>>;
+  /** Providers by kind (`demo`, `agui-http`, `lambda`, `link`, …): an agent's `provider.kind` picks one. */
+  providers: Readonly<Record<string, Provider | LinkedProvider>>;
+  /** The provider link's ports (agents that dial out); absent, this gateway takes no links. */
+  link?: LinkDeps;
+  /** The rules every agent's stream is held to: the stock AG-UI client's. */
+  rules: StreamRules;
   clock: Clock;
   ids: IdSource;
   settings: CoreSettings;
-  /** Definitions read moments ago, for a dispatch right after admission; absent, every dispatch reads. */
+  /** Definitions read moments ago, for a dispatch right after admission; absent, one is made. */
   recentAgents?: RecentAgents;
+  /** Where usage records also go as they are written (CloudWatch metrics on AWS). */
+  meter?: UsageMeter;
+  /**
+   * Waits a turn of the event loop when this process's slice of work is spent (undefined: go on):
+   * on one machine every run shares one thread, and a burst's events come off the socket a chunk
+   * at a time, hundreds of them relayed in one stretch while another tenant's event waits. Absent
+   * (a Lambda serves one run at a time), never waits.
+   */
+  turn?: () => Promise<void> | undefined;
 }
 
-export function isoNow(deps: Pick<CoreDeps, 'clock'>): string {
-  return new Date(deps.clock.now()).toISOString();
+/** The ports with the record's owner over them: what every use case takes. */
+export interface Core extends CoreDeps {
+  ledger: Ledger;
+  recentAgents: RecentAgents;
+  /** Tenants read moments ago (their budgets); null for a tenant the record has nothing of. */
+  recentTenants: Recent<Tenant | null>;
+  linkSettings: LinkSettings;
+  /** Link providers' registrations read moments ago: an offer reads its provider's limit without a store read per run. */
+  recentProviders: Recent<LinkProvider | null>;
+}
+
+export function coreOf(deps: CoreDeps): Core {
+  const recentAgents = deps.recentAgents ?? new RecentAgents(deps.clock);
+  const recentTenants = new Recent<Tenant | null>(deps.clock);
+  const budgets = { store: deps.store, clock: deps.clock, defaultBudget: deps.settings.tenantBudget, recentTenants };
+  const ledger = new Ledger({ ...deps, agentOf: (agentId) => agentForDispatch({ store: deps.store, recentAgents }, agentId), budgets });
+  const linkSettings = { ...DEFAULT_LINK_SETTINGS, ...deps.settings.link };
+  return { ...deps, ledger, recentAgents, recentTenants, linkSettings, recentProviders: new Recent(deps.clock) };
 }

@@ -1,18 +1,36 @@
 import { EventType } from '@ag-ui/core';
-import type { Message } from '@ag-ui/core';
-import { isoNow, type CoreDeps } from './deps.js';
+import type { Core } from './deps.js';
 import { RunFailure, StoreUnavailable } from './errors.js';
-import { EventRecorder } from './event-recorder.js';
-import { checkEvent } from './events.js';
-import { foldThread } from './fold.js';
-import { threadKey, type AgUiEventRecord, type Run } from './model.js';
-import { deriveEnd, earliestExpiry, failedEnd, type RunEnd } from './outcome.js';
-import { agentInput } from './run-input.js';
+import { checkEvent, withRunIds } from './events.js';
+import type { RunLog } from './ledger.js';
+import { isTerminal, type Agent, type AgUiEventRecord, type Run } from './model.js';
+import { RunWatch } from './follow-run.js';
+import type { LinkCore } from './link/deps.js';
+import { handOff } from './link/offers.js';
+import type { Provider } from './ports.js';
+import { deriveEnd } from './outcome.js';
 import { agentForDispatch } from './recent-agents.js';
-import { releasePlaces } from './tenant-limits.js';
+import { limitedRun } from './relay.js';
+import { agentInput, threadHistory } from './run-input.js';
+import { MAX_EVENT_BYTES, utf8Bytes } from './storable.js';
 import { RunTranscript } from './transcript.js';
 
-export type DispatchResult = 'ran' | 'skipped' | 'dispatch_lost' | 'missing' | 'queued_as_next';
+/** `handed_off`: a link run went to its providers and holds its thread-queue message (`DispatchOptions.receipt`) until it settles. */
+export type DispatchResult = 'ran' | 'handed_off' | 'skipped' | 'dispatch_lost' | 'missing' | 'queued_as_next';
+
+export interface DispatchOptions {
+  /** An interjection handed over beside its thread's running run, outside the thread's order. */
+  beside?: boolean;
+  /**
+   * The thread-queue delivery this dispatch came in (an SQS receipt handle), recorded on the run as
+   * it starts (`Run.receipt`: a repair lets a settled run's message go). A link run handed off
+   * without its dispatcher holding it keeps the message (`RunLink.hold`), which its caller keeps in
+   * flight, so the thread's next run waits; the run's settle lets it go (`ThreadQueue.release`).
+   */
+  receipt?: string;
+  /** When the run must have ended whatever its agent's limit (epoch ms): the dispatching function's own end. */
+  deadline?: () => number | undefined;
+}
 
 /**
  * Runs one queued run to its end: mark it running (a conditional write), hand the agent its
@@ -20,168 +38,202 @@ export type DispatchResult = 'ran' | 'skipped' | 'dispatch_lost' | 'missing' | '
  * message whose run is already running is a redelivery after a crashed attempt, and that run is
  * failed `dispatch_lost`, never run twice.
  */
-export async function dispatchRun(deps: CoreDeps, runId: string, beside = false): Promise<DispatchResult> {
-  const { store } = deps;
+export async function dispatchRun(core: Core, runId: string, options: DispatchOptions = {}): Promise<DispatchResult> {
+  const beside = options.beside ?? false;
   // The common case is a queued run: it is marked running first, and read only when that fails.
   if (!beside) {
-    const started = await startDispatch(deps, runId);
+    const started = await startDispatch(core, runId, options);
     if (started) return started;
   }
-  const found = await store.getRun(runId);
+  const found = await core.store.getRun(runId);
   if (!found) return 'missing';
   if (beside && found.status === 'queued' && found.addressedRunId !== undefined) {
-    const target = await store.getRun(found.addressedRunId);
+    const target = await core.store.getRun(found.addressedRunId);
     if (target?.status !== 'running') {
       // The run it addressed settled first: the interjection becomes the thread's next ordinary run.
-      await deps.queue.enqueue({ threadId: threadKey(found), runId });
+      await core.ledger.enqueue(found, true);
       return 'queued_as_next';
     }
   }
+  if ((found.status === 'running' || found.status === 'cancelling') && found.link && options.receipt !== undefined && core.link && !core.link.holdUntilSettled) {
+    // The message a link run holds came again (its time in flight ran out, or its dispatcher died
+    // after the hand-off): the run is at its providers, and holds the message anew.
+    return holdAgain(core, found, options.receipt);
+  }
   if (found.status === 'running' || found.status === 'cancelling') {
-    await settleAbandoned(deps, found, 'dispatch_lost', 'the dispatcher running this run was lost');
+    await core.ledger.abandon(found, 'dispatch_lost', 'the dispatcher running this run was lost');
     return 'dispatch_lost';
   }
   if (found.status !== 'queued') return 'skipped';
-  return (await startDispatch(deps, runId, beside)) ?? 'skipped';
+  return (await startDispatch(core, runId, options)) ?? 'skipped';
+}
+
+export type UndeliveredResult = 'dispatch_failed' | 'settled' | 'missing';
+
+/**
+ * A thread-queue message the queue gave up on (its receives used up, now in the dead-letter
+ * queue): no dispatch will reach its run. The run fails `dispatch_failed` from whatever state
+ * the dispatchers left it in (queued, or running under a dispatcher that died on its last
+ * receive: by then every receive's visibility has passed, so none is still at work), and gives
+ * back its places. A run that settled already only has its settle completed. Safe to do again.
+ */
+export async function failUndelivered(core: Core, runId: string): Promise<UndeliveredResult> {
+  const found = await core.store.getRun(runId);
+  if (!found) return 'missing';
+  const failed = await core.ledger.abandon(found, 'dispatch_failed', 'the thread queue gave up delivering this run to a dispatcher', ['queued', 'running', 'cancelling']);
+  if (failed) return 'dispatch_failed';
+  const settled = await core.store.getRun(runId);
+  if (settled?.closingEvents) await core.ledger.completeSettle(settled);
+  return 'settled';
 }
 
 /** Marks a queued run running and runs it to its end; undefined when the run was not queued. */
-async function startDispatch(deps: CoreDeps, runId: string, beside = false): Promise<DispatchResult | undefined> {
-  const { store } = deps;
+async function startDispatch(core: Core, runId: string, options: DispatchOptions): Promise<DispatchResult | undefined> {
   const stop = new AbortController();
   let cancelRequested = false;
   // Subscribed before the run is marked running, so a cancel that follows cannot slip between.
-  const unsubscribe = deps.feed.subscribe(runId, (change) => {
+  const unsubscribe = core.feed.subscribe(runId, (change) => {
     if (change.kind === 'status' && change.run.status === 'cancelling') {
       cancelRequested = true;
       stop.abort(new Error('cancel requested'));
     }
   });
-  let failure: { code: string; message: string } | undefined;
-  const recorder = new EventRecorder(runId, 0, store, deps.feed);
+  let ended: Relayed = {};
+  const log = core.ledger.log(runId);
   const transcript = new RunTranscript();
   let run: Run | undefined;
   try {
-    run = await store.transitionRun(runId, ['queued'], { status: 'running', startedAt: isoNow(deps) });
+    run = await core.ledger.start(runId, options.receipt);
     if (!run) return undefined;
-    deps.feed.publish({ kind: 'status', runId, run });
-    failure = await relay(deps, run, recorder, transcript, stop, beside);
+    const agent = await agentForDispatch(core, run.agentId);
+    const provider = agent ? core.providers[agent.provider.kind] : undefined;
+    if (agent && provider && 'linked' in provider) {
+      unsubscribe();
+      return await handOffLinked(core, run, agent, options);
+    }
+    ended = !agent
+      ? { failure: { code: 'agent_not_found', message: `agent "${run.agentId}" is no longer registered` } }
+      : !provider
+        ? { failure: { code: 'provider_unknown', message: `no provider of kind "${agent.provider.kind}"` } }
+        : await relay(core, run, agent, provider as Provider, log, transcript, stop, options);
   } finally {
     unsubscribe();
   }
-  const end = deriveEnd(transcript, { threadId: run.threadId, runId, cancelRequested, failure });
-  await settle(deps, run, recorder, end);
+  const end = deriveEnd(transcript, { threadId: run.threadId, runId, cancelRequested, failure: ended.failure });
+  await core.ledger.settle(run, ended.dropped ? { ...end, droppedEvents: ended.dropped } : end, log, ended.terminal);
   return 'ran';
 }
 
+/**
+ * A run of an agent that dials out is offered over its providers' links; its events come back as
+ * frames. On one machine the dispatcher holds it until it settles, so the thread's next run waits.
+ * Elsewhere (AWS) the dispatcher returns at once: the run's first write of its `link` keeps the
+ * thread-queue message it came in, and `handed_off` says the message is the run's now, unless the
+ * run already settled (a cancel came first), when the message may go.
+ */
+async function handOffLinked(core: Core, run: Run, agent: Agent, options: DispatchOptions): Promise<DispatchResult> {
+  if (!core.link) {
+    await core.ledger.abandon(run, 'provider_unknown', 'this gateway takes no provider links: register the agent as agui-http or lambda here, or deploy the stack that takes them');
+    return 'ran';
+  }
+  const linked = core as LinkCore;
+  const first = { beside: options.beside ?? false, ...(options.receipt !== undefined && !options.beside ? { hold: options.receipt } : {}) };
+  if (!linked.link.holdUntilSettled) {
+    await handOff(linked, run, agent, first);
+    if (first.hold === undefined) return 'ran';
+    // Read after the hand-off's writes: a settle that comes later finds the hold on the record and lets it go.
+    const now = await core.store.getRun(run.runId);
+    return now && !isTerminal(now.status) && now.link?.hold === first.hold ? 'handed_off' : 'ran';
+  }
+  const watch = new RunWatch(core.feed, run.runId);
+  try {
+    await handOff(linked, run, agent, first);
+    for (;;) {
+      // Taken before the read: a change that lands in between is not slept through.
+      const seen = watch.changes;
+      const latest = watch.latest ?? (await core.store.getRun(run.runId));
+      if (!latest || isTerminal(latest.status)) return 'ran';
+      await watch.changeSince(seen);
+    }
+  } finally {
+    watch.close();
+  }
+}
+
+/** A link run takes the message it came in again; `skipped` when it settled first (the message may go). */
+async function holdAgain(core: Core, run: Run, hold: string): Promise<DispatchResult> {
+  for (let found: Run | undefined = run; found?.link && !isTerminal(found.status); found = await core.store.getRun(run.runId)) {
+    if (await core.ledger.updateLink(found, { ...found.link, rev: found.link.rev + 1, hold })) return 'handed_off';
+  }
+  return 'skipped';
+}
+
 async function relay(
-  deps: CoreDeps,
+  core: Core,
   run: Run,
-  recorder: EventRecorder,
+  agent: Agent,
+  provider: Provider,
+  log: RunLog,
   transcript: RunTranscript,
   stop: AbortController,
-  interjecting: boolean,
-): Promise<{ code: string; message: string } | undefined> {
-  const agent = await agentForDispatch(deps, run.agentId);
-  if (!agent) return { code: 'agent_not_found', message: `agent "${run.agentId}" is no longer registered` };
-  const provider = deps.providers[agent.provider.kind];
-  if (!provider) return { code: 'provider_unknown', message: `no provider of kind "${agent.provider.kind}"` };
-  const history = run.door === 'agui' ? [] : await threadHistory(deps, run);
+  options: DispatchOptions,
+): Promise<Relayed> {
+  const fail = (code: string, message: string): Relayed => ({ failure: { code, message } });
+  const history = run.door === 'agui' ? [] : await threadHistory(core, run);
+  const input = agentInput(run, history, options.beside ?? false);
+  const rules = core.rules.start();
+  const dropped: Relayed['dropped'] = { count: 0, first: '' };
+  const ended = (relayed: Relayed): Relayed => (dropped.count > 0 ? { ...relayed, dropped } : relayed);
   try {
-    for await (const raw of provider.run(agentInput(run, history, interjecting), { agent, signal: stop.signal })) {
+    for await (const raw of limitedRun(provider, input, { agent, signal: stop.signal, clock: core.clock, deadline: options.deadline?.() })) {
+      const turn = core.turn?.();
+      if (turn) await turn;
       const checked = checkEvent(raw);
       if (!checked.ok) {
         stop.abort();
-        return { code: 'provider_sent_malformed_event', message: checked.message };
+        return ended(fail('provider_sent_malformed_event', checked.message));
       }
       const event = withRunIds(checked.event, run);
+      const json = JSON.stringify(event);
+      const bytes = utf8Bytes(json);
+      if (bytes > MAX_EVENT_BYTES) {
+        stop.abort();
+        return ended(fail('provider_event_too_large', `a ${event.type} event of ${Math.ceil(bytes / 1024)} KB is more than the record keeps (${MAX_EVENT_BYTES / 1024} KB an event)`));
+      }
+      // Held to the stock client's rules: what they refuse and changes nothing is left out (and
+      // noted); anything else they refuse ends the run, so no caller gets a stream its client refuses.
+      const redundant = transcript.redundant(event);
+      if (redundant) {
+        dropped.count += 1;
+        dropped.first ||= redundant;
+        continue;
+      }
+      const broken = rules(event);
+      if (broken) {
+        stop.abort();
+        return ended(fail('provider_sent_malformed_event', `the agent's stream breaks the AG-UI event order: ${broken}`));
+      }
       transcript.observe(event);
-      await recorder.record(event);
-      // A run ends at its first RUN_FINISHED or RUN_ERROR; whatever the agent says after is not this run's.
+      // A run ends at its first RUN_FINISHED or RUN_ERROR; whatever the agent says after is not this
+      // run's. The terminal event is the end's to write: it closes the log after the end is recorded.
       if (transcript.ended) {
         stop.abort();
-        break;
+        return ended({ terminal: event });
       }
+      await log.record(event, json);
     }
   } catch (error) {
-    if (error instanceof StoreUnavailable) return { code: error.code, message: error.message };
-    if (error instanceof RunFailure) return { code: error.code, message: error.message };
-    if (stop.signal.aborted) return undefined;
-    return { code: 'provider_failed', message: error instanceof Error ? error.message : String(error) };
+    if (error instanceof StoreUnavailable) return ended(fail(error.code, error.message));
+    if (error instanceof RunFailure) return ended(fail(error.code, error.message));
+    if (stop.signal.aborted) return ended({});
+    return ended(fail('provider_failed', error instanceof Error ? error.message : String(error)));
   }
-  return undefined;
+  return ended({});
 }
 
-/**
- * RUN_STARTED and RUN_FINISHED carry the run's ids; an agent that sends others has them
- * rewritten to funduq's, with its original kept under `rawEvent`.
- */
-function withRunIds(event: AgUiEventRecord, run: Run): AgUiEventRecord {
-  if (event.type !== EventType.RUN_STARTED && event.type !== EventType.RUN_FINISHED) return event;
-  if (event.threadId === run.threadId && event.runId === run.runId) return event;
-  return { ...event, threadId: run.threadId, runId: run.runId, rawEvent: event };
-}
-
-async function threadHistory(deps: CoreDeps, run: Run): Promise<Message[]> {
-  const earlier = (await deps.store.listThreadRuns(run)).filter(
-    (other) => other.arrival < run.arrival && other.runId !== run.runId,
-  );
-  return foldThread(deps.store, earlier);
-}
-
-async function settle(deps: CoreDeps, run: Run, recorder: EventRecorder, end: RunEnd): Promise<void> {
-  try {
-    for (const event of end.closingEvents) await recorder.record(event);
-    await recorder.flush();
-  } catch (error) {
-    const failed = failedEnd('store_unavailable', error instanceof Error ? error.message : String(error));
-    await finish(deps, run, failed, await closeAfterStored(deps, run, failed));
-    return;
-  }
-  await finish(deps, run, end, recorder.lastSeq);
-}
-
-/**
- * After a write the store refused for good, the recorder is spent and the stored log may end
- * before its count. The closing events go after what is stored, should the store take them now,
- * so a reader sees the RUN_ERROR; if not, readers stop at what is stored and the record says why.
- */
-async function closeAfterStored(deps: CoreDeps, run: Run, end: RunEnd): Promise<number> {
-  const recorder = new EventRecorder(run.runId, await deps.store.lastSeq(run.runId), deps.store, deps.feed);
-  try {
-    for (const event of end.closingEvents) await recorder.record(event);
-    await recorder.flush();
-    return recorder.lastSeq;
-  } catch {
-    return deps.store.lastSeq(run.runId);
-  }
-}
-
-/** Writes the end of a run once (from running or cancelling) and lets the thread move on. */
-export async function finish(deps: CoreDeps, run: Run, end: RunEnd, lastSeq: number): Promise<Run | undefined> {
-  const patch: Partial<Run> & { status: Run['status'] } = { status: end.status, endedAt: isoNow(deps), lastSeq };
-  if (end.outcome !== undefined) patch.outcome = end.outcome;
-  if (end.reason !== undefined) patch.reason = end.reason;
-  if (end.message !== undefined) patch.message = end.message;
-  if (end.asks !== undefined) patch.asks = end.asks;
-  const settled = await deps.store.transitionRun(run.runId, ['running', 'cancelling'], patch);
-  if (!settled) return undefined;
-  await releasePlaces(deps, run);
-  if (end.asks) {
-    await deps.store.setWaitingRun(run, run.runId);
-    const expiry = earliestExpiry(end.asks);
-    if (expiry !== undefined) await deps.timer.arm(run.runId, expiry);
-  }
-  deps.feed.publish({ kind: 'status', runId: run.runId, run: settled });
-  return settled;
-}
-
-/** A run whose dispatcher is gone: its stored log gets a final RUN_ERROR and the run fails with `reason`. */
-export async function settleAbandoned(deps: CoreDeps, run: Run, reason: string, message: string): Promise<void> {
-  const lastSeq = await deps.store.lastSeq(run.runId);
-  const end = failedEnd(reason, message);
-  const recorder = new EventRecorder(run.runId, lastSeq, deps.store, deps.feed);
-  for (const event of end.closingEvents) await recorder.record(event);
-  await recorder.flush();
-  await finish(deps, run, end, recorder.lastSeq);
+/** How a relay ended: with the agent's terminal event, with a failure funduq saw, or neither (the stream just ended). */
+interface Relayed {
+  terminal?: AgUiEventRecord;
+  failure?: { code: string; message: string };
+  dropped?: { count: number; first: string };
 }

@@ -4,6 +4,7 @@
  */
 export type RefusalCode =
   | 'invalid_input'
+  | 'payload_too_large'
   | 'agent_not_found'
   | 'agent_disabled'
   | 'agent_in_use'
@@ -12,6 +13,7 @@ export type RefusalCode =
   | 'thread_queue_full'
   | 'tenant_rate_limited'
   | 'tenant_concurrency_limited'
+  | 'tenant_budget_exhausted'
   | 'run_not_found'
   | 'run_id_conflict'
   | 'no_open_ask'

@@ -1,4 +1,5 @@
 import { EventType, type AssistantMessage, type Message, type ToolMessage } from '@ag-ui/core';
+import { logOf } from './log.js';
 import type { RunStore } from './ports.js';
 import type { Run, StoredEvent } from './model.js';
 
@@ -7,7 +8,7 @@ import type { Run, StoredEvent } from './model.js';
  * callers resend the history, so a message id is kept once) followed by what the agent said.
  */
 export async function foldThread(store: RunStore, runs: readonly Run[]): Promise<Message[]> {
-  const logs = await Promise.all(runs.map((run) => store.readEvents(run.runId, 0)));
+  const logs = await Promise.all(runs.map((run) => logOf(store, run)));
   const fold = new MessageFold();
   runs.forEach((run, i) => {
     for (const message of run.input.messages) fold.add(message);

@@ -1,8 +1,15 @@
 import type { CoreDeps } from './deps.js';
 import { isTerminal, type Run, type StoredEvent } from './model.js';
 import type { ChangeFeed } from './ports.js';
+import { closingLog } from './log.js';
 
 const PAGE = 500;
+/** About this much of a run's events is read at once: a page of large events is fewer of them. */
+const PAGE_BYTES = 1024 * 1024;
+/** The first page is short (its events' size is not known yet); it grows to `PAGE` for small ones. */
+const FIRST_PAGE = 4;
+/** Events handed over by the feed are kept for a reader that has not taken them up to this much; past it, it reads them from the store. */
+const FRESH_BYTES = 1024 * 1024;
 
 /**
  * A run's changes from the moment it is made: what a reader needs to follow the run without
@@ -11,7 +18,10 @@ const PAGE = 500;
  */
 export class RunWatch {
   /** Events handed over by the feed and not yet taken. */
-  fresh: StoredEvent[] = [];
+  private fresh: StoredEvent[] = [];
+  /** What `fresh` holds, about; past `FRESH_BYTES` it is dropped and `dropped` set, so a reader that does not take costs no more. */
+  private freshBytes = 0;
+  private dropped = false;
   /** The run as its last status change left it. */
   latest: Run | undefined;
   /** Bumped by every change, so a change that lands while the reader is busy is never slept through. */
@@ -21,10 +31,31 @@ export class RunWatch {
 
   constructor(feed: ChangeFeed, runId: string) {
     this.unsubscribe = feed.subscribe(runId, (change) => {
-      if (change.kind === 'events') this.fresh.push(...change.events);
+      if (change.kind === 'events') this.hand(change.events);
       else this.latest = change.run;
       this.rouse();
     });
+  }
+
+  /** What was handed over since the last call (and whether some was dropped, to be read from the store). */
+  take(): { events: StoredEvent[]; dropped: boolean } {
+    const taken = { events: this.fresh, dropped: this.dropped };
+    this.fresh = [];
+    this.freshBytes = 0;
+    this.dropped = false;
+    return taken;
+  }
+
+  private hand(events: StoredEvent[]): void {
+    if (this.dropped) return;
+    for (const event of events) this.freshBytes += sizeOf(event);
+    if (this.freshBytes > FRESH_BYTES) {
+      this.fresh = [];
+      this.freshBytes = 0;
+      this.dropped = true;
+    } else {
+      this.fresh.push(...events);
+    }
   }
 
   rouse(): void {
@@ -68,24 +99,30 @@ export async function* followRun(
     // a full page, and when what the feed handed over does not follow the cursor; otherwise a wake
     // that only changed the status costs no read.
     let mustRead = !created;
+    let page = FIRST_PAGE;
     while (!signal?.aborted) {
       const seen = watch.changes;
-      const handed = watch.fresh.filter((e) => e.seq > cursor);
-      watch.fresh = [];
+      const taken = watch.take();
+      if (taken.dropped) mustRead = true;
+      const handed = taken.dropped ? [] : taken.events.filter((e) => e.seq > cursor);
       const before = watch.latest;
-      const behind = before !== undefined && isTerminal(before.status) && cursor < (before.lastSeq ?? 0);
+      const ended = before !== undefined && isTerminal(before.status);
+      // A settled run's record holds its closing events until the log has them: what comes next may be there.
+      const closing = ended ? closingLog(before).filter((e) => e.seq > cursor) : [];
+      const fromRecord = closing.length > 0 && closing[0].seq === cursor + 1;
+      const behind = ended && cursor < (before.lastSeq ?? 0);
       const follows = handed.length > 0 && handed[0].seq === cursor + 1;
-      const batch: StoredEvent[] = follows
-        ? handed
-        : mustRead || handed.length > 0 || behind
-          ? await deps.store.readEvents(runId, cursor, PAGE)
-          : [];
-      mustRead = !follows && batch.length === PAGE;
+      const read = !follows && !fromRecord && (mustRead || handed.length > 0 || behind);
+      const batch: StoredEvent[] = follows ? handed : fromRecord ? closing : read ? await deps.store.readEvents(runId, cursor, page) : [];
+      mustRead = read && batch.length === page;
+      if (read) page = nextPage(page, batch);
       const latest = watch.latest;
       const settled = latest !== undefined && isTerminal(latest.status);
       let progressed = false;
       for (const stored of batch) {
         if (stored.seq <= cursor) continue;
+        // A settled run's log ends at its lastSeq: events past a gap its writer left were never seen.
+        if (settled && stored.seq > (latest.lastSeq ?? 0)) break;
         // Batches are written in parallel, so a later seq can be visible before an earlier one; a
         // live reader stops at the gap and is woken when the whole batch is stored.
         if (stored.seq !== cursor + 1 && !settled) {
@@ -97,6 +134,15 @@ export async function* followRun(
         yield stored;
       }
       if (progressed) continue;
+      if (settled && cursor < (latest.lastSeq ?? 0)) {
+        // A log with a hole before its closing events (a writer that stopped): a settled run's reader passes it.
+        const owed = closingLog(latest).filter((stored) => stored.seq > cursor);
+        for (const stored of owed) {
+          cursor = stored.seq;
+          yield stored;
+        }
+        if (owed.length > 0) continue;
+      }
       if (!latest || (settled && cursor >= (latest.lastSeq ?? 0))) return;
       await watch.changeSince(seen);
     }
@@ -104,4 +150,15 @@ export async function* followRun(
     watch.close();
     signal?.removeEventListener('abort', rouse);
   }
+}
+
+function sizeOf(event: StoredEvent): number {
+  return event.json?.length ?? 256;
+}
+
+/** The next page's length: as many events as about `PAGE_BYTES` of the last page's size make, 1 to `PAGE`. */
+function nextPage(page: number, batch: readonly StoredEvent[]): number {
+  if (batch.length === 0) return page;
+  const bytes = batch.reduce((sum, event) => sum + sizeOf(event), 0);
+  return Math.max(1, Math.min(PAGE, Math.floor((page * PAGE_BYTES) / Math.max(bytes, 1))));
 }

@@ -1,44 +1,96 @@
+import { createTasks, type A2aSettings } from './a2a/tasks.js';
 import { deleteAgent } from './agents.js';
 import { cancelRun } from './cancel-run.js';
-import type { CoreDeps } from './deps.js';
-import { dispatchRun } from './dispatch-run.js';
+import { coreOf, type CoreDeps } from './deps.js';
+import { dispatchRun, failUndelivered, type DispatchOptions } from './dispatch-run.js';
+import { ok, type Result } from './errors.js';
 import { expireAsks } from './expire-asks.js';
+import { createLink } from './link/index.js';
 import { followRun, RunWatch } from './follow-run.js';
-import type { Agent, Principal, Run } from './model.js';
-import { RecentAgents } from './recent-agents.js';
+import type { Agent, Principal, StoredEvent } from './model.js';
+import type { PushSender } from './ports.js';
 import { recover } from './recover.js';
-import { startRun, type StartRunRequest } from './start-run.js';
+import { repairRun, sweepArrivals } from './repair.js';
+import { startRun, type StartedRun, type StartRunRequest } from './start-run.js';
+import { setTenantBudget, tenantView, usagePage, usageRange, usageRecords, usageReport, type UsageGroup, type UsageRange } from './metering.js';
+import type { Budget } from './model.js';
 import { threadView } from './thread-view.js';
 
+export interface GatewayOptions {
+  /** The A2A use cases' push sender (without one, no push notifications) and settings. */
+  a2a?: { push?: PushSender; settings?: Partial<A2aSettings> };
+}
+
+/** A run as `startAndFollow` started it, with its events from the first on. */
+export interface FollowedRun extends StartedRun {
+  /** The run's stored events as they come, until it settles; call once. */
+  events(signal?: AbortSignal): AsyncGenerator<StoredEvent>;
+}
+
 /**
- * The core's use cases bound to one set of ports: what doors, dispatchers and timers call.
- * Each method is one use case; the functions stay importable on their own for tests.
+ * The core's use cases bound to one set of ports: what doors, dispatchers and timers call, and
+ * the only way in. The ports stay inside; every write of a run goes through the record's owner
+ * (`Ledger`) the use cases share.
  */
-export function createGateway(given: CoreDeps) {
-  const deps: CoreDeps = { ...given, recentAgents: given.recentAgents ?? new RecentAgents(given.clock) };
+export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
+  const core = coreOf(deps);
+  const tasks = createTasks(core, options.a2a);
   return {
-    deps,
-    startRun: (request: StartRunRequest) => startRun(deps, request),
-    dispatchRun: (runId: string, beside = false) => dispatchRun(deps, runId, beside),
-    cancelRun: (runId: string, principal: Principal) => cancelRun(deps, runId, principal),
-    expireAsks: (runId: string) => expireAsks(deps, runId),
-    recover: () => recover(deps),
-    /** Made before `startRun`, it lets the run's first reader start without reading the store. */
-    watchRun: (runId: string) => new RunWatch(deps.feed, runId),
-    followRun: (runId: string, afterSeq: number, signal?: AbortSignal, created?: { run: Run; watch: RunWatch }) =>
-      followRun(deps, runId, afterSeq, signal, created),
-    threadView: (threadId: string, principal: Principal) => threadView(deps, threadId, principal),
-    getRun: async (runId: string, principal: Principal) => {
-      const run = await deps.store.getRun(runId);
-      return run && run.tenant === principal.tenant ? run : undefined;
+    startRun: (request: StartRunRequest) => startRun(core, request),
+    /**
+     * Starts a run and follows it from its first event: the run is watched from before it exists,
+     * so a new run's stream begins without reading the store.
+     */
+    async startAndFollow(request: StartRunRequest): Promise<Result<FollowedRun>> {
+      const watch = new RunWatch(core.feed, request.input.runId);
+      const started = await startRun(core, request).catch((error: unknown) => {
+        watch.close();
+        throw error;
+      });
+      if (!started.ok || started.value.attached) watch.close();
+      if (!started.ok) return started;
+      const { run, attached } = started.value;
+      const created = attached ? undefined : { run, watch };
+      return ok({ run, attached, events: (signal?: AbortSignal) => followRun(core, run.runId, 0, signal, created) });
     },
+    dispatchRun: (runId: string, options?: DispatchOptions) => dispatchRun(core, runId, options),
+    /** What a run's record calls for, done again (its queue message, the rest of its settle): safe to repeat. */
+    repairRun: (runId: string) => repairRun(core, runId),
+    /** Gives back what requests noted more than `olderThanMs` ago took, when their run was never recorded. */
+    sweepArrivals: (olderThanMs: number) => sweepArrivals(core, new Date(core.clock.now() - olderThanMs).toISOString()),
+    /** A run whose thread-queue message was dead-lettered: failed `dispatch_failed`, its places given back. */
+    failUndelivered: (runId: string) => failUndelivered(core, runId),
+    cancelRun: (runId: string, principal: Principal) => cancelRun(core, runId, principal),
+    expireAsks: (runId: string) => expireAsks(core, runId),
+    recover: () => recover(core),
+    followRun: (runId: string, afterSeq: number, signal?: AbortSignal) => followRun(core, runId, afterSeq, signal),
+    threadView: (threadId: string, principal: Principal) => threadView(core, threadId, principal),
+    getRun: (runId: string, principal: Principal) => core.store.getRunOf(principal.tenant, runId),
     putAgent: async (agent: Agent) => {
-      await deps.store.putAgent(agent);
-      deps.recentAgents?.forget(agent.id);
+      await core.store.putAgent(agent);
+      core.recentAgents.forget(agent.id);
     },
-    getAgent: (agentId: string) => deps.store.getAgent(agentId),
-    listAgents: () => deps.store.listAgents(),
-    deleteAgent: (agentId: string) => deleteAgent(deps, agentId),
+    getAgent: (agentId: string) => core.store.getAgent(agentId),
+    listAgents: () => core.store.listAgents(),
+    deleteAgent: (agentId: string) => deleteAgent(core, agentId),
+    /** Resolves when the store answers (readiness); throws what it threw. */
+    ready: async () => {
+      await core.store.getAgent('readyz');
+    },
+    /** The A2A door's use cases: a task is the lineage of a root run and its answers. */
+    tasks,
+    /** Agents that dial out: the links' handshake and frames, their timers, and the registry of providers. */
+    link: createLink(core),
+    /** Metering: what runs used, by tenant, agent, day and model, and the tenants' budgets. */
+    usage: {
+      /** A caller's range, checked; by default the current UTC month. */
+      range: (given: { from?: string; to?: string }) => usageRange(given, core.clock.now()),
+      report: (range: UsageRange, groupBy: readonly UsageGroup[]) => usageReport(core, range, groupBy),
+      page: (range: UsageRange & { limit: number; cursor?: string }) => usagePage(core, range),
+      records: (range: UsageRange) => usageRecords(core, range),
+      tenant: (tenant: string) => tenantView(core, tenant),
+      setBudget: (tenant: string, budget: Budget | null) => setTenantBudget(core, tenant, budget),
+    },
   };
 }
 

@@ -1,4 +1,5 @@
 import type { Interrupt, RunAgentInput } from '@ag-ui/core';
+import type { Prices, RunUsage } from './usage.js';
 
 /** queued → running → completed | failed | cancelled, with cancelling between running and the end. */
 export type RunStatus = 'queued' | 'running' | 'cancelling' | 'completed' | 'failed' | 'cancelled';
@@ -60,13 +61,95 @@ export interface Run {
   message?: string;
   cancelRequested?: boolean;
   asks?: Record<string, Ask>;
-  /** The seq of the run's last stored event, set when the run settles. */
+  /** The seq of the run's last event, set when the run settles. */
   lastSeq?: number;
+  /**
+   * The events that close the run's log (seqs lastSeq − n + 1 … lastSeq: the agent's terminal
+   * event, or funduq's), held on the record from the run's end until the log has them: a reader
+   * takes them from here, and whoever finds them still here stores them.
+   */
+  closingEvents?: AgUiEventRecord[];
+  /** What the run used, set at its end (its usage record is derived from it). */
+  usage?: RunUsage;
+  /**
+   * Events of the agent's stream left out because the stock client would refuse them and they
+   * change nothing (a second RUN_STARTED, a message or tool call closed twice): how many, and the first.
+   */
+  droppedEvents?: { count: number; first: string };
   /**
    * The run holds one of its tenant's places (a limit on the tenant's unsettled runs was set when
    * it was accepted), to give back when it settles.
    */
   tenantPlace?: boolean;
+  /** A run of an agent that dials out (the `link` kind): where it is on offer or held. */
+  link?: RunLink;
+  /**
+   * Times its asks were opened again after an answer that was never recorded: each opening arms
+   * a timer of its own (a Step Functions execution name is used once).
+   */
+  asksReopened?: number;
+  /** The thread-queue delivery its dispatch holds (SQS: the message's receipt handle), let go by a repair once the run settled. */
+  receipt?: string;
+}
+
+/**
+ * A request on its way to recording its run, noted before it takes anything (a tenant's place,
+ * a thread's place, the asks it answers) and forgotten once its run is recorded or all it took
+ * is given back. One still noted long after `at` is a request whose function died in between:
+ * the sweep gives back what it took (`sweepArrivals`).
+ */
+export interface Arrival {
+  runId: string;
+  tenant: string;
+  threadId: string;
+  /** When it was noted (ISO). */
+  at: string;
+  /** The waiting run whose asks it answers, when it is an answer. */
+  answers?: string;
+}
+
+/**
+ * A link run's place among providers, changed only by a compare-and-set on `rev` (one conditional
+ * write), so of two frames or timers that race exactly one moves it.
+ */
+export interface RunLink {
+  /** Bumped by every change. */
+  rev: number;
+  /** Offers made so far; an offer's verdict names its number, so a late one is known as late. */
+  offers: number;
+  /** The provider the current offer went to, or that holds the run: the run holds one of its places. */
+  providerId?: string;
+  /** The provider's link the offer went over, or that the holder carries the run on now. */
+  connectionId?: string;
+  /** The provider accepted the offer: the run is its own until it ends. */
+  accepted?: boolean;
+  /** The run was handed over beside its thread's running run (an interjection). */
+  beside?: boolean;
+  /**
+   * How the run ends, known before its log is whole (frames handled out of order): its events
+   * through `through`, then `terminal` (the agent's own RUN_FINISHED or RUN_ERROR), or, for a
+   * cancel the provider receipted, funduq's cancelled end.
+   */
+  ending?: { through: number; terminal?: AgUiEventRecord; cancelled?: boolean };
+  /**
+   * The thread-queue message the run holds while its provider runs it (on AWS: the receipt of the
+   * dispatcher's receive, kept invisible), so the thread's next run waits with no function held;
+   * its settle lets it go.
+   */
+  hold?: string;
+}
+
+/**
+ * An agent provider that dials out to funduq: an Ed25519 key an admin registered, the agents it may
+ * serve, and how many runs it takes at once across them.
+ */
+export interface LinkProvider {
+  providerId: string;
+  /** Ed25519, the base64url of its 32 raw bytes. */
+  publicKey: string;
+  agents: string[];
+  maxConcurrentRuns: number;
+  createdAt: string;
 }
 
 export interface Thread {
@@ -105,9 +188,16 @@ export function threadKey(thread: ThreadRef): string {
  */
 export const MAX_CALLER_ID_LENGTH = 256;
 
-/** Why a caller's id cannot be taken, or nothing when it can. */
+/** A UTF-16 surrogate with no partner: in `u` mode a pair is one code point, so only a lone one matches. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/**
+ * Why a caller's id cannot be taken, or nothing when it can. An id with a lone surrogate has no
+ * UTF-8 form: a store keeps it as U+FFFD, so "\uD800" and "\uD801" would be one key.
+ */
 export function callerIdProblem(name: string, id: string): string | undefined {
-  return id.length >= 1 && id.length <= MAX_CALLER_ID_LENGTH ? undefined : `${name} must be 1 to ${MAX_CALLER_ID_LENGTH} characters`;
+  if (id.length < 1 || id.length > MAX_CALLER_ID_LENGTH) return `${name} must be 1 to ${MAX_CALLER_ID_LENGTH} characters`;
+  return LONE_SURROGATE.test(id) ? `${name} must be well-formed Unicode (it holds a lone surrogate)` : undefined;
 }
 
 /** One AG-UI event of a run, as stored: `seq` is 1, 2, … per run. */
@@ -125,11 +215,12 @@ export interface StoredEvent {
 /** An AG-UI event as JSON; unknown event types are kept untouched. */
 export type AgUiEventRecord = { type: string } & Record<string, unknown>;
 
-export interface AgentProviderSpec {
-  kind: string;
-  url?: string;
-  headers?: Record<string, string>;
-}
+/**
+ * How an agent is reached: a provider kind and that kind's own fields (`agui-http`: a URL and
+ * headers; `lambda`: a function). Each provider reads and checks its own fields; the core only
+ * picks the provider by `kind`.
+ */
+export type AgentProviderSpec = { kind: string } & Record<string, unknown>;
 
 /** What an agent can do, in A2A's `AgentSkill` words (for its agent card and the roster). */
 export interface AgentSkill {
@@ -139,6 +230,10 @@ export interface AgentSkill {
   tags: string[];
   examples?: string[];
 }
+
+/** What an agent id may be: it is a path segment of every door (`/agui/{agentId}`, `/a2a/{agentId}`). */
+export const AGENT_ID = /^[A-Za-z0-9_-]{1,128}$/;
+export const AGENT_ID_RULE = 'must be 1 to 128 letters, digits, "_" or "-"';
 
 /** A `disabled` agent takes no new runs; runs already accepted still run (drain, then delete). */
 export type AgentStatus = 'enabled' | 'disabled';
@@ -153,6 +248,33 @@ export interface Agent {
   skills?: AgentSkill[];
   /** Absent means `enabled`. */
   status?: AgentStatus;
+  /** What a run of this agent costs; absent, its runs have no cost. */
+  prices?: Prices;
+}
+
+/** A tenant's spending limit for a UTC day or month: tokens (every token the agents report), a cost, or both. */
+export interface Budget {
+  period: 'day' | 'month';
+  tokens?: number;
+  cost?: { amount: number; currency: string };
+}
+
+/** What a tenant has spent in one period (`2026-12` or `2026-12-01`), as charged by its runs' ends. */
+export interface Spend {
+  period: string;
+  tokens: number;
+  /** In the budget's currency; runs priced in another are not counted here. */
+  cost: number;
+  /** When a run's end took the spend past the budget, and which run. */
+  crossedAt?: string;
+  crossedByRunId?: string;
+}
+
+/** What the record keeps of a tenant beside its limits' counters: its own budget, and its spend. */
+export interface Tenant {
+  tenant: string;
+  budget?: Budget;
+  spend?: Spend;
 }
 
 export interface Principal {

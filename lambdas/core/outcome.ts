@@ -11,6 +11,8 @@ export interface RunEnd {
   asks?: Record<string, Ask>;
   /** Appended after the provider's own events. */
   closingEvents: AgUiEventRecord[];
+  /** Events of the agent's stream left out (see `Run.droppedEvents`). */
+  droppedEvents?: Run['droppedEvents'];
 }
 
 export interface EndContext {

@@ -1,5 +1,7 @@
 import type { Message, RunAgentInput } from '@ag-ui/core';
+import { foldThread } from './fold.js';
 import type { Run } from './model.js';
+import type { RunStore } from './ports.js';
 
 /** funduq's own key in `forwardedProps`; a caller's value there is never passed on. */
 export const FUNDUQ_KEY = 'funduq';
@@ -51,4 +53,10 @@ function canonical(value: unknown): string {
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The thread's conversation before a run, folded from the record: what an A2A run's agent is given first. */
+export async function threadHistory(deps: { store: RunStore }, run: Run): Promise<Message[]> {
+  const earlier = (await deps.store.listThreadRuns(run)).filter((other) => other.arrival < run.arrival && other.runId !== run.runId);
+  return foldThread(deps.store, earlier);
 }

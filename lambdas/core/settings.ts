@@ -1,3 +1,5 @@
+import type { Budget } from './model.js';
+
 export interface CoreSettings {
   /** At most this many runs wait `queued` per thread; the next is refused with `thread_queue_full`. */
   threadQueueLimit: number;
@@ -8,6 +10,32 @@ export interface CoreSettings {
    * with `tenant_concurrency_limited`. Absent: no limit.
    */
   tenantConcurrentRuns?: number;
+  /** The budget of every tenant that has none of its own; absent, such tenants have none. */
+  tenantBudget?: Budget;
+  /** The provider link's clocks; each left out takes its default (`DEFAULT_LINK_SETTINGS`). */
+  link?: Partial<LinkSettings>;
 }
+
+export interface LinkSettings {
+  /** An offer unanswered this long is offered again (to another provider when one has room). */
+  offerMs: number;
+  /** A run no provider took this long fails `no_provider_took_it`. */
+  unclaimedMs: number;
+  /** A provider whose link closed keeps its runs this long, for a reconnect that resumes them; then `provider_left_holding_it`. */
+  graceMs: number;
+  /** How often a provider says it is alive; a link silent for three of these is closed. */
+  heartbeatMs: number;
+  /** How far a proof's time may be from funduq's clock. */
+  proofWindowMs: number;
+}
+
+export const DEFAULT_LINK_SETTINGS: LinkSettings = {
+  offerMs: 5_000,
+  unclaimedMs: 45_000,
+  graceMs: 60_000,
+  // API Gateway closes a WebSocket idle for 10 minutes; well inside that.
+  heartbeatMs: 20_000,
+  proofWindowMs: 60_000,
+};
 
 export const DEFAULT_CORE_SETTINGS: CoreSettings = { threadQueueLimit: 8 };

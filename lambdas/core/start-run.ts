@@ -1,13 +1,16 @@
 import type { RunAgentInput } from '@ag-ui/core';
 import { matchAnswer, namedAsks, type AskClosing } from './answers.js';
-import { isoNow, type CoreDeps } from './deps.js';
-import { ok, refuse, type Result } from './errors.js';
-import { callerIdProblem, threadKey, type Agent, type DoorName, type Principal, type Run, type Thread } from './model.js';
-import { openAsks } from './outcome.js';
-import { callerInput, sameInput } from './run-input.js';
+import type { Core } from './deps.js';
+import { ok, refuse, StoreUnavailable, type Result } from './errors.js';
 import { expireOpenAsks } from './expire-asks.js';
 import { addressedRunIdOf } from './interjection.js';
+import { callerIdProblem, threadKey, type Agent, type Ask, type DoorName, type Principal, type Run, type Thread } from './model.js';
+import { itemBytes, MAX_ITEM_BYTES, storableProblem } from './storable.js';
+import { openAsks } from './outcome.js';
+import { callerInput, sameInput } from './run-input.js';
+import { admitBudget } from './budgets.js';
 import { admitRun, withdraw } from './tenant-limits.js';
+import { isoNow } from './time.js';
 
 export interface StartRunRequest {
   agentId: string;
@@ -22,60 +25,211 @@ export interface StartedRun {
   attached: boolean;
 }
 
+/** What the record says of where a run lands, read once by whoever starts it. */
+export interface Place {
+  agent: Agent;
+  /** The caller's thread, absent when this input opens it. */
+  thread?: Thread;
+  /** The thread's waiting run (the latest run that settled with asks), when the caller read it. */
+  waiting?: Run;
+}
+
 /**
- * Accepts one input for a thread: either it answers every open ask of the thread's waiting run
- * (a new run whose parent is the asking run, never refused by the queue limit), or it is an
- * ordinary run that waits its turn in the thread queue. The thread is the tenant's: a thread id is
- * unique within a tenant. Its tenant's limits are checked after the refusals that write nothing and
- * before the first write; a run admitted and then refused gives its tenant's place back.
+ * How an input relates to its thread, decided once before anything is written: it answers every
+ * open ask of the waiting run, it joins the thread's running run (an interjection), or it is an
+ * ordinary run that waits its turn in the thread queue.
  */
-export async function startRun(deps: CoreDeps, request: StartRunRequest): Promise<Result<StartedRun>> {
-  const { store } = deps;
+export type Landing =
+  /** `closed`: the asks were closed for this run already, by an attempt of the same request that died before recording it. */
+  | { kind: 'answer'; waiting: Run; closing: AskClosing; closed?: true }
+  | { kind: 'interjection'; target: Run }
+  | { kind: 'ordinary' };
+
+/**
+ * Accepts one AG-UI input: reads where it lands (agent, thread, waiting run, a run of the same id),
+ * classifies it and starts it. The thread is the tenant's: a thread id is unique within a tenant.
+ */
+export async function startRun(core: Core, request: StartRunRequest): Promise<Result<StartedRun>> {
+  const { store } = core;
   const input = callerInput(request.input);
   const badId = callerIdProblem('threadId', input.threadId) ?? callerIdProblem('runId', input.runId);
   if (badId) return refuse('invalid_input', badId);
   const ref = { tenant: request.principal.tenant, threadId: input.threadId };
   // Three independent reads, in parallel: they are most of the time to a run's first event.
-  const [agent, existing, thread] = await Promise.all([
-    store.getAgent(request.agentId),
-    store.getRun(input.runId),
-    store.getThread(ref),
-  ]);
+  const [agent, existing, thread] = await Promise.all([store.getAgent(request.agentId), store.getRun(input.runId), store.getThread(ref)]);
   if (!agent) return refuse('agent_not_found', `no agent named "${request.agentId}"`);
-  deps.recentAgents?.remember(agent);
+  core.recentAgents.remember(agent);
   if (existing) return attach(existing, request, input);
-  if (agent.status === 'disabled') return refuse('agent_disabled', `agent "${request.agentId}" is disabled: it takes no new runs`);
+  let waiting = thread?.waitingRunId ? await store.getRun(thread.waitingRunId) : undefined;
+  if (thread && (input.resume ?? []).length > 0 && openAsks(waiting).length === 0) {
+    // An answer sent the moment its interrupt arrived may come before its run is the thread's
+    // waiting run (that write follows the run's end, which the caller read): the thread's latest
+    // run with open asks is the one it answers.
+    waiting = (await store.listThreadRuns(thread)).findLast((run) => run.status === 'completed' && openAsks(run).length > 0) ?? waiting;
+  }
+  const place: Place = { agent, ...(thread ? { thread } : {}), ...(waiting ? { waiting } : {}) };
+  const landing = await classify(core, request.principal, input, place);
+  if (!landing.ok) return landing;
+  return startLanded(core, { ...request, input }, place, landing.value);
+}
 
-  if (thread && thread.agentId !== request.agentId) {
+/**
+ * Where an input lands, from what the caller read of the record. Refusals that need no write come
+ * here, so a refused request leaves nothing behind (not even a thread).
+ */
+export async function classify(core: Core, principal: Principal, input: RunAgentInput, place: Place): Promise<Result<Landing>> {
+  const { agent, thread, waiting } = place;
+  if (agent.status === 'disabled') return refuse('agent_disabled', `agent "${agent.id}" is disabled: it takes no new runs`);
+  if (thread && thread.agentId !== agent.id) {
     return refuse('thread_agent_mismatch', `thread "${input.threadId}" belongs to agent "${thread.agentId}"`);
   }
-  const waiting = thread?.waitingRunId ? await store.getRun(thread.waitingRunId) : undefined;
   const open = openAsks(waiting);
-  const named = waiting ? namedAsks(input, Object.values(waiting.asks ?? {})) : [];
   const resumes = (input.resume ?? []).length > 0;
-
-  // Refusals that need no write come first, so a refused request leaves nothing behind (not even a thread).
+  const named = waiting ? namedAsks(input, Object.values(waiting.asks ?? {})) : [];
+  if (resumes && waiting && named.length > 0 && named.every((ask) => ask.closedByRunId === input.runId)) {
+    // This request came before, closed the asks for its run and died before recording it (the
+    // run does not exist, or it would have been attached): it goes on as the answer it was.
+    return ok({ kind: 'answer', waiting, closing: {}, closed: true });
+  }
   if (resumes && open.length === 0) {
-    if (named.some((ask) => ask.state === 'expired')) {
-      return refuse('interrupt_expired', 'the interrupt this input answers has expired');
-    }
+    if (named.some((ask) => ask.state === 'expired')) return refuse('interrupt_expired', 'the interrupt this input answers has expired');
     return refuse('no_open_ask', 'the thread has no open ask for this resume to answer');
   }
   if (waiting && open.length > 0) {
-    const now = deps.clock.now();
-    const lapsed = open.filter((ask) => ask.expiresAt !== undefined && Date.parse(ask.expiresAt) <= now);
-    if (lapsed.length > 0 && (resumes || named.length > 0)) {
-      await expireOpenAsks(deps, waiting);
-      return refuse('interrupt_expired', `the interrupt expired at ${lapsed[0].expiresAt}`);
+    const lapsed = await refuseLapsed(core, waiting, open, resumes || named.length > 0);
+    if (lapsed) return lapsed;
+    const match = matchAnswer(input, open, input.runId);
+    if (match.kind === 'answer') return ok({ kind: 'answer', waiting, closing: match.closing });
+  }
+  const addressed = agent.takesInterjections ? addressedRunIdOf(input) : undefined;
+  if (addressed !== undefined && thread) {
+    // The running run of this thread: another tenant's run of a thread with the same id is not it.
+    const target = await core.store.getRunOf(principal.tenant, addressed);
+    if (target && target.threadId === input.threadId && target.status === 'running') {
+      return ok({ kind: 'interjection', target });
     }
   }
+  // A message addressed to a run that has settled (or to none this agent can join) is an ordinary next run.
+  return ok({ kind: 'ordinary' });
+}
 
-  const admission = await admitRun(deps, request.principal.tenant);
-  if (!admission.ok) return admission;
+/**
+ * An answer to every open ask of a waiting run, unless one of them has lapsed: then the asks are
+ * expired now (their timer may not have fired yet) and the answer is refused.
+ */
+export async function classifyAnswer(core: Core, place: Place & { waiting: Run }, answeringRunId: string): Promise<Result<Landing>> {
+  const { agent, waiting } = place;
+  if (agent.status === 'disabled') return refuse('agent_disabled', `agent "${agent.id}" is disabled: it takes no new runs`);
+  const open = openAsks(waiting);
+  const lapsed = await refuseLapsed(core, waiting, open, true);
+  if (lapsed) return lapsed;
+  const closing: AskClosing = {};
+  for (const ask of open) closing[ask.id] = { state: 'answered', closedByRunId: answeringRunId };
+  return ok({ kind: 'answer', waiting, closing });
+}
+
+async function refuseLapsed(core: Core, waiting: Run, open: readonly Ask[], answering: boolean) {
+  const now = core.clock.now();
+  const lapsed = open.filter((ask) => ask.expiresAt !== undefined && Date.parse(ask.expiresAt) <= now);
+  if (lapsed.length === 0 || !answering) return undefined;
+  await expireOpenAsks(core, waiting);
+  return refuse('interrupt_expired', `the interrupt expired at ${lapsed[0].expiresAt}`);
+}
+
+/**
+ * Starts a classified input: its tenant's limits first (one conditional write), then the thread
+ * (opened on first use), then the landing's own writes. A run admitted and then refused gives its
+ * tenant's place back.
+ */
+export async function startLanded(core: Core, request: StartRunRequest, place: Place, landing: Landing): Promise<Result<StartedRun>> {
+  // Nothing is written before the run is known to be storable whole.
+  const problem = storableProblem(request.input, 'RunAgentInput');
+  if (problem) return refuse('invalid_input', problem);
+  const bytes = runItemBytes(draftRun(core, request, 0, lineageOf(request.input, landing)));
+  if (bytes > MAX_RUN_BYTES) {
+    return refuse(
+      'payload_too_large',
+      `the run would take ${Math.ceil(bytes / 1024)} KB of the record, which keeps at most ${MAX_RUN_BYTES / 1024} KB per run (its input whole, room for its end): send a smaller input`,
+    );
+  }
+  const budget = await admitBudget({ ...core, defaultBudget: core.settings.tenantBudget }, request.principal.tenant);
+  if (!budget.ok) return budget;
+  // Noted before anything is taken, forgotten once the run is recorded or all is given back: a
+  // request whose function dies in between is found by the sweep (`sweepArrivals`). A request
+  // that threw keeps its note: what it gave back on the way out may not all have gone.
+  const runId = request.input.runId;
+  const noted = await core.store.noteArrival({
+    runId,
+    tenant: request.principal.tenant,
+    threadId: request.input.threadId,
+    at: isoNow(core),
+    ...(landing.kind === 'answer' ? { answers: landing.waiting.runId } : {}),
+  });
+  if (!noted) {
+    throw new StoreUnavailable(`an earlier attempt of run "${runId}" died and what it took is being given back: send the request again`);
+  }
+  const admission = await admitRun(core, request.principal.tenant, runId);
+  if (!admission.ok) {
+    await core.store.forgetArrival(runId);
+    return admission;
+  }
   const admitted: AdmittedRequest = { ...request, tenantPlace: admission.value.place };
-  const started = await startAdmitted(deps, admitted, input, agent, thread, waiting);
-  if (!started.ok || started.value.attached) await withdraw(deps, admission.value);
+  let started: Result<StartedRun>;
+  try {
+    started = await land(core, admitted, place, landing);
+  } catch (error) {
+    // A request that fails after its first write gives back what it took (see `land`).
+    await withdraw(core, admission.value);
+    throw error;
+  }
+  if (!started.ok) await withdraw(core, admission.value);
+  // Not waited for: the caller's stream starts at once (a note left behind is the sweep's, which
+  // finds its run recorded and only deletes it).
+  void core.store.forgetArrival(runId).catch(() => undefined);
   return started;
+}
+
+/** The record keeps a run's item within DynamoDB's 400 KB, with this much left for its end (status, asks, usage). */
+const END_ROOM_BYTES = 16 * 1024;
+const MAX_RUN_BYTES = MAX_ITEM_BYTES - END_ROOM_BYTES;
+
+type Lineage = { parentRunId?: string; rootRunId: string; addressedRunId?: string };
+
+function lineageOf(input: RunAgentInput, landing: Landing): Lineage {
+  switch (landing.kind) {
+    case 'answer':
+      return { parentRunId: landing.waiting.runId, rootRunId: landing.waiting.rootRunId };
+    case 'interjection':
+      return { rootRunId: input.runId, addressedRunId: landing.target.runId };
+    case 'ordinary':
+      return { rootRunId: input.runId };
+  }
+}
+
+/** A run's item as the record will hold it: the run, its keys and its copies for the indexes. */
+function runItemBytes(run: Run): number {
+  return itemBytes({ ...run, pk: `run#${run.runId}`, sk: 'run', threadKey: threadKey(run), tenantKey: run.tenant });
+}
+
+function draftRun(core: Core, request: StartRunRequest & { tenantPlace?: boolean }, arrival: number, lineage: Lineage): Run {
+  const { input } = request;
+  const run: Run = {
+    runId: input.runId,
+    threadId: input.threadId,
+    agentId: request.agentId,
+    tenant: request.principal.tenant,
+    principal: request.principal.id,
+    door: request.door,
+    status: 'queued',
+    arrival,
+    rootRunId: lineage.rootRunId,
+    input,
+    createdAt: isoNow(core),
+  };
+  if (lineage.parentRunId !== undefined) run.parentRunId = lineage.parentRunId;
+  if (lineage.addressedRunId !== undefined) run.addressedRunId = lineage.addressedRunId;
+  if (request.tenantPlace) run.tenantPlace = true;
+  return run;
 }
 
 /** A request past its tenant's limits; its run records whether it holds one of the tenant's places. */
@@ -83,34 +237,59 @@ interface AdmittedRequest extends StartRunRequest {
   tenantPlace: boolean;
 }
 
-async function startAdmitted(
-  deps: CoreDeps,
-  request: AdmittedRequest,
-  input: RunAgentInput,
-  agent: Agent,
-  found: Thread | undefined,
-  waiting: Run | undefined,
-): Promise<Result<StartedRun>> {
-  const { store } = deps;
-  const thread: Result<Thread & { opened?: true }> = found ? ok(found) : await openThread(deps, request, input.threadId);
-  if (!thread.ok) return thread;
-  // A thread this request created holds its first run's place already: nothing waits or runs on it.
-  if (thread.value.opened) return accept(deps, request, input, thread.value.arrivals, { rootRunId: input.runId });
-  const open = openAsks(waiting);
-  if (waiting && open.length > 0) {
-    const match = matchAnswer(input, open, input.runId);
-    if (match.kind === 'answer') return answer(deps, request, input, waiting, match.closing);
-  }
-  const addressed = agent.takesInterjections ? addressedRunIdOf(input) : undefined;
-  if (addressed !== undefined) {
-    const target = await store.getRun(addressed);
-    // The running run of this thread: another tenant's run of a thread with the same id is not it.
-    if (target?.tenant === request.principal.tenant && target.threadId === input.threadId && target.status === 'running') {
-      return interject(deps, request, input, target);
+/**
+ * The landing's writes: the thread opened (or a place on it reserved), the asks it answers closed,
+ * the run recorded and queued. A write that throws (the store failing) undoes what came before it:
+ * the opened thread is abandoned, the place given back, the closed asks opened again, so a request
+ * that failed leaves nothing taken.
+ */
+async function land(core: Core, request: AdmittedRequest, place: Place, landing: Landing): Promise<Result<StartedRun>> {
+  const { input } = request;
+  const undo: (() => Promise<unknown>)[] = [];
+  try {
+    const thread: Result<Thread & { opened?: true }> = place.thread ? ok(place.thread) : await openThread(core, request);
+    if (!thread.ok) return thread;
+    // A thread this request created holds its first run's place already: nothing waits or runs on it.
+    if (thread.value.opened) {
+      undo.push(() => core.store.abandonThread(thread.value, input.runId));
+      return await accept(core, request, thread.value.arrivals, { rootRunId: input.runId });
     }
+    switch (landing.kind) {
+      case 'answer': {
+        if (!landing.closed) {
+          // The one conditional write that makes exactly one of concurrent answers the answer.
+          const closed = await core.ledger.closeAsks(landing.waiting.runId, landing.closing);
+          if (!closed) return refuseAnswer(core, landing.waiting);
+          undo.push(() => core.ledger.reopenAsks(landing.waiting.runId, landing.closing));
+        }
+        const arrival = await core.store.reserveArrival(landing.waiting, input.runId, undefined);
+        undo.push(() => core.store.releasePlace(landing.waiting, input.runId));
+        return await accept(core, request, arrival ?? 0, lineageOf(input, landing));
+      }
+      case 'interjection': {
+        // Dispatched at once beside the running run it names: it takes a place but does not wait for one.
+        const arrival = await core.store.reserveArrival(landing.target, input.runId, undefined);
+        undo.push(() => core.store.releasePlace(landing.target, input.runId));
+        return await accept(core, request, arrival ?? 0, lineageOf(input, landing));
+      }
+      case 'ordinary': {
+        // Places count runs not yet settled, so a thread holds one running run plus `threadQueueLimit` queued.
+        const limit = core.settings.threadQueueLimit;
+        const arrival = await core.store.reserveArrival(thread.value, input.runId, limit + 1);
+        if (arrival === undefined) {
+          return refuse('thread_queue_full', `thread "${thread.value.threadId}" already has ${limit} runs waiting`);
+        }
+        undo.push(() => core.store.releasePlace(thread.value, input.runId));
+        return await accept(core, request, arrival, lineageOf(input, landing));
+      }
+    }
+  } catch (error) {
+    // A run that was recorded holds what it took (it may only have missed its queue message,
+    // which the record says it needs); one that was not gives all of it back.
+    const recorded = await core.store.getRun(input.runId).catch(() => undefined);
+    if (!recorded) for (const step of undo.reverse()) await step().catch(() => undefined);
+    throw error;
   }
-  // A message addressed to a run that has settled (or to none this agent can join) is an ordinary next run.
-  return enqueueOrdinary(deps, request, input, thread.value);
 }
 
 function attach(existing: Run, request: StartRunRequest, input: RunAgentInput): Result<StartedRun> {
@@ -128,23 +307,19 @@ function attach(existing: Run, request: StartRunRequest, input: RunAgentInput): 
  * the place and arrival number of the run that opened it (one write instead of two on the way
  * to a new conversation's first event). `opened` says this request created it.
  */
-async function openThread(
-  deps: CoreDeps,
-  request: StartRunRequest,
-  threadId: string,
-): Promise<Result<Thread & { opened?: true }>> {
-  const { store } = deps;
+async function openThread(core: Core, request: StartRunRequest): Promise<Result<Thread & { opened?: true }>> {
+  const threadId = request.input.threadId;
   const fresh: Thread = {
     threadId,
     agentId: request.agentId,
     tenant: request.principal.tenant,
-    createdAt: isoNow(deps),
+    createdAt: isoNow(core),
     unsettled: 1,
     arrivals: 1,
   };
-  if (await store.createThread(fresh)) return ok({ ...fresh, opened: true });
+  if (await core.store.createThread(fresh, request.input.runId)) return ok({ ...fresh, opened: true });
   // Two first messages may race to create the thread; the loser reads the winner's and queues behind it.
-  const thread = await store.getThread(fresh);
+  const thread = await core.store.getThread(fresh);
   if (!thread) return refuse('thread_not_found', `thread "${threadId}" could not be opened`);
   if (thread.agentId !== request.agentId) {
     return refuse('thread_agent_mismatch', `thread "${threadId}" belongs to agent "${thread.agentId}"`);
@@ -152,87 +327,23 @@ async function openThread(
   return ok(thread);
 }
 
-async function answer(
-  deps: CoreDeps,
-  request: AdmittedRequest,
-  input: RunAgentInput,
-  waiting: Run,
-  closing: AskClosing,
-): Promise<Result<StartedRun>> {
-  const { store } = deps;
-  // The one conditional write that makes exactly one of concurrent answers the answer.
-  const closed = await store.closeAsks(waiting.runId, closing);
-  if (!closed) {
-    const now = await store.getRun(waiting.runId);
-    if (Object.values(now?.asks ?? {}).some((ask) => ask.state === 'expired')) {
-      return refuse('interrupt_expired', 'the interrupt this input answers has expired');
-    }
-    return refuse('no_open_ask', 'the asks this input answers were already answered or closed');
+/** An answer that lost: the asks were answered by another, or expired, meanwhile. */
+async function refuseAnswer(core: Core, waiting: Run): Promise<Result<StartedRun>> {
+  const now = await core.store.getRun(waiting.runId);
+  if (Object.values(now?.asks ?? {}).some((ask) => ask.state === 'expired')) {
+    return refuse('interrupt_expired', 'the interrupt this input answers has expired');
   }
-  await deps.timer.disarm(waiting.runId);
-  const arrival = await store.reserveArrival(waiting, undefined);
-  return accept(deps, request, input, arrival ?? 0, { parentRunId: waiting.runId, rootRunId: waiting.rootRunId });
+  return refuse('no_open_ask', 'the asks this input answers were already answered or closed');
 }
 
-/** Dispatched at once beside the running run it names; it takes a place but does not wait for one. */
-async function interject(
-  deps: CoreDeps,
-  request: AdmittedRequest,
-  input: RunAgentInput,
-  target: Run,
-): Promise<Result<StartedRun>> {
-  const arrival = await deps.store.reserveArrival(target, undefined);
-  return accept(deps, request, input, arrival ?? 0, { rootRunId: input.runId, addressedRunId: target.runId });
-}
-
-async function enqueueOrdinary(
-  deps: CoreDeps,
-  request: AdmittedRequest,
-  input: RunAgentInput,
-  thread: Thread,
-): Promise<Result<StartedRun>> {
-  // Places count runs not yet settled, so a thread holds one running run plus `threadQueueLimit` queued.
-  const arrival = await deps.store.reserveArrival(thread, deps.settings.threadQueueLimit + 1);
-  if (arrival === undefined) {
-    return refuse(
-      'thread_queue_full',
-      `thread "${thread.threadId}" already has ${deps.settings.threadQueueLimit} runs waiting`,
-    );
-  }
-  return accept(deps, request, input, arrival, { rootRunId: input.runId });
-}
-
-async function accept(
-  deps: CoreDeps,
-  request: AdmittedRequest,
-  input: RunAgentInput,
-  arrival: number,
-  lineage: { parentRunId?: string; rootRunId: string; addressedRunId?: string },
-): Promise<Result<StartedRun>> {
-  const run: Run = {
-    runId: input.runId,
-    threadId: input.threadId,
-    agentId: request.agentId,
-    tenant: request.principal.tenant,
-    principal: request.principal.id,
-    door: request.door,
-    status: 'queued',
-    arrival,
-    rootRunId: lineage.rootRunId,
-    input,
-    createdAt: isoNow(deps),
-  };
-  if (lineage.parentRunId !== undefined) run.parentRunId = lineage.parentRunId;
-  if (lineage.addressedRunId !== undefined) run.addressedRunId = lineage.addressedRunId;
-  if (request.tenantPlace) run.tenantPlace = true;
-  if (!(await deps.store.createRun(run))) {
-    // The same runId raced in; give back the thread's place and answer as a repeat would (the
-    // tenant's place goes back with the admission).
-    await deps.store.releasePlace(run);
-    const existing = await deps.store.getRun(input.runId);
+async function accept(core: Core, request: AdmittedRequest, arrival: number, lineage: Lineage): Promise<Result<StartedRun>> {
+  const { input } = request;
+  const run = draftRun(core, request, arrival, lineage);
+  if (!(await core.ledger.queue(run))) {
+    // The same runId raced in and holds the place this request took (a place is its run id's):
+    // nothing to give back; answer as a repeat would.
+    const existing = await core.store.getRun(input.runId);
     return existing ? attach(existing, request, input) : refuse('run_id_conflict', `runId "${input.runId}" is taken`);
   }
-  const message = { threadId: threadKey(run), runId: run.runId };
-  await (run.addressedRunId === undefined ? deps.queue.enqueue(message) : deps.queue.dispatchBeside(message));
   return ok({ run, attached: false });
 }

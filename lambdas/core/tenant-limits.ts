@@ -1,12 +1,13 @@
 import type { CoreDeps } from './deps.js';
 import { ok, refuse, type Result } from './errors.js';
-import type { Run } from './model.js';
 
 const MINUTE_MS = 60_000;
 
 /** What admitting a run took from its tenant: a place to give back if the run is not accepted after all. */
 export interface Admission {
   tenant: string;
+  /** The run the place is held by. */
+  runId: string;
   place: boolean;
 }
 
@@ -17,12 +18,12 @@ export interface Admission {
  * refused (a full thread queue, a lost race to answer) still counts toward its minute: the rate
  * bounds what a tenant asks of the gateway, not what it got.
  */
-export async function admitRun(deps: CoreDeps, tenant: string): Promise<Result<Admission>> {
+export async function admitRun(deps: CoreDeps, tenant: string, runId: string): Promise<Result<Admission>> {
   const { tenantRunsPerMinute: runsPerWindow, tenantConcurrentRuns: places } = deps.settings;
-  if (runsPerWindow === undefined && places === undefined) return ok({ tenant, place: false });
+  if (runsPerWindow === undefined && places === undefined) return ok({ tenant, runId, place: false });
   const now = deps.clock.now();
   const window = Math.floor(now / MINUTE_MS);
-  const admission = await deps.store.admitTenantRun(tenant, {
+  const admission = await deps.store.admitTenantRun(tenant, runId, {
     window,
     ...(runsPerWindow !== undefined ? { runsPerWindow } : {}),
     ...(places !== undefined ? { places } : {}),
@@ -34,16 +35,14 @@ export async function admitRun(deps: CoreDeps, tenant: string): Promise<Result<A
   if (admission === 'places_full') {
     return refuse('tenant_concurrency_limited', `tenant "${tenant}" already has ${places} runs queued or running`);
   }
-  return ok({ tenant, place: places !== undefined });
+  return ok({ tenant, runId, place: places !== undefined });
 }
 
-/** A run admitted but then not accepted (refused, or a repeat of a run that exists) gives its place back. */
+/**
+ * A run admitted but then not accepted gives its place back, unless a run of that id was recorded
+ * after all (the same request raced in, or this one failed after recording it): the place is that run's.
+ */
 export async function withdraw(deps: CoreDeps, admission: Admission): Promise<void> {
-  if (admission.place) await deps.store.releaseTenantPlace(admission.tenant);
-}
-
-/** A run that settled gives back the places it held: its thread's, and its tenant's when it took one. */
-export async function releasePlaces(deps: CoreDeps, run: Run): Promise<void> {
-  await deps.store.releasePlace(run);
-  if (run.tenantPlace) await deps.store.releaseTenantPlace(run.tenant);
+  if (!admission.place || (await deps.store.getRun(admission.runId))) return;
+  await deps.store.releaseTenantPlace(admission.tenant, admission.runId);
 }

@@ -4,6 +4,7 @@ import { refuse, ok, type Result } from './errors.js';
 import { foldThread } from './fold.js';
 import type { Ask, Principal, Run } from './model.js';
 import { openAsks } from './outcome.js';
+import type { RunUsage } from './usage.js';
 
 export interface ThreadView {
   threadId: string;
@@ -26,6 +27,8 @@ export interface RunSummary {
   createdAt: string;
   outcome?: Run['outcome'];
   reason?: string;
+  /** What the run used, once it has settled. */
+  usage?: RunUsage;
 }
 
 export async function threadView(deps: CoreDeps, threadId: string, principal: Principal): Promise<Result<ThreadView>> {
@@ -62,5 +65,6 @@ export function summary(run: Run): RunSummary {
     ...(run.parentRunId !== undefined ? { parentRunId: run.parentRunId } : {}),
     ...(run.outcome !== undefined ? { outcome: run.outcome } : {}),
     ...(run.reason !== undefined ? { reason: run.reason } : {}),
+    ...(run.usage !== undefined ? { usage: run.usage } : {}),
   };
 }

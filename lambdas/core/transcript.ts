@@ -67,6 +67,29 @@ export class RunTranscript {
     }
   }
 
+  /**
+   * Why an event is one the stream can do without, or nothing: a second RUN_STARTED, or the end of
+   * a message, tool call or step that is not open (closed twice). The stock client refuses such an
+   * event, and leaving it out changes nothing of what the stream says.
+   */
+  redundant(event: AgUiEventRecord): string | undefined {
+    const e = event as Record<string, unknown>;
+    switch (event.type) {
+      case EventType.RUN_STARTED:
+        return this.started ? 'a second RUN_STARTED' : undefined;
+      case EventType.TEXT_MESSAGE_END:
+        return this.openMessages.has(String(e.messageId)) ? undefined : `TEXT_MESSAGE_END of message "${String(e.messageId)}", which is not open`;
+      case EventType.REASONING_MESSAGE_END:
+        return this.openReasoning.has(String(e.messageId)) ? undefined : `REASONING_MESSAGE_END of message "${String(e.messageId)}", which is not open`;
+      case EventType.TOOL_CALL_END:
+        return this.streamingToolCalls.has(String(e.toolCallId)) ? undefined : `TOOL_CALL_END of tool call "${String(e.toolCallId)}", which is not open`;
+      case EventType.STEP_FINISHED:
+        return this.openSteps.has(String(e.stepName)) ? undefined : `STEP_FINISHED of step "${String(e.stepName)}", which is not open`;
+      default:
+        return undefined;
+    }
+  }
+
   /** Tool calls this run started and left without a result, in the order they were made. */
   unansweredToolCalls(): { toolCallId: string; toolCallName: string }[] {
     const open: { toolCallId: string; toolCallName: string }[] = [];

@@ -1,9 +1,12 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { timingSafeEqual } from 'hono/utils/buffer';
 import type { Gateway } from '../core/gateway.js';
-import { AGENT_ID, AgentDefinitionSchema, adminView, agentFrom } from './agent-definition.js';
+import { AGENT_ID, AGENT_ID_RULE } from '../core/model.js';
+import type { AgentCatalog } from './agent-definition.js';
 import { errorResponse } from './http-errors.js';
 import { describeIssue, readJson } from './input.js';
+import { adminUsageRoutes } from './usage.js';
+import { adminProviderRoutes } from './admin-providers.js';
 
 export interface AdminOptions {
   /**
@@ -11,6 +14,10 @@ export interface AdminOptions {
    * are open: only for a gateway on one machine, whose runtime warns about it.
    */
   token?: string;
+  /** The agent definitions of the runtime's provider kinds. */
+  agents: AgentCatalog;
+  /** Where callers reach the gateway: the `source` of exported usage events; else each request's origin. */
+  publicUrl?: string;
 }
 
 /** The agent registry: create or replace, read (secrets masked), delete. */
@@ -18,17 +25,18 @@ export function adminDoor(gateway: Gateway, options: AdminOptions) {
   const door = new Hono();
   if (options.token !== undefined) door.use('*', bearer(options.token));
 
-  door.get('/agents', async (c) => c.json({ agents: (await gateway.listAgents()).map(adminView) }));
+  const { agents } = options;
+  door.get('/agents', async (c) => c.json({ agents: (await gateway.listAgents()).map((agent) => agents.view(agent)) }));
 
   door.get('/agents/:agentId', async (c) => {
     const agent = await gateway.getAgent(c.req.param('agentId'));
-    return agent ? c.json(adminView(agent)) : errorResponse(c, 'agent_not_found', `no agent named "${c.req.param('agentId')}"`);
+    return agent ? c.json(agents.view(agent)) : errorResponse(c, 'agent_not_found', `no agent named "${c.req.param('agentId')}"`);
   });
 
   door.put('/agents/:agentId', async (c) => {
     const agentId = c.req.param('agentId');
     if (!AGENT_ID.test(agentId)) {
-      return errorResponse(c, 'invalid_input', 'AgentDefinition.id: the path\'s agent id must be 1 to 128 letters, digits, "_" or "-"');
+      return errorResponse(c, 'invalid_input', `AgentDefinition.id: the path's agent id ${AGENT_ID_RULE}`);
     }
     const body = await readJson(c);
     if (!body.ok) return errorResponse(c, 'invalid_input', body.message);
@@ -39,13 +47,15 @@ export function adminDoor(gateway: Gateway, options: AdminOptions) {
     if (given !== undefined && given !== agentId) {
       return errorResponse(c, 'invalid_input', `AgentDefinition.id: must be the agent id of the path, "${agentId}"`);
     }
-    const parsed = AgentDefinitionSchema.safeParse({ ...body.value, id: agentId });
-    if (!parsed.success) return errorResponse(c, 'invalid_input', describeIssue('AgentDefinition', parsed.error));
+    const parsed = agents.parse({ ...body.value, id: agentId });
+    if (!parsed.ok) return errorResponse(c, 'invalid_input', describeIssue('AgentDefinition', parsed));
     const existed = (await gateway.getAgent(agentId)) !== undefined;
-    const agent = agentFrom(parsed.data);
-    await gateway.putAgent(agent);
-    return c.json(adminView(agent), existed ? 200 : 201);
+    await gateway.putAgent(parsed.agent);
+    return c.json(agents.view(parsed.agent), existed ? 200 : 201);
   });
+
+  adminProviderRoutes(door, gateway);
+  adminUsageRoutes(door, gateway, (c) => (options.publicUrl ?? new URL(c.req.url).origin).replace(/\/+$/, ''));
 
   door.delete('/agents/:agentId', async (c) => {
     const deleted = await gateway.deleteAgent(c.req.param('agentId'));

@@ -20,22 +20,13 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
     if (!body.ok) return errorResponse(c, 'invalid_input', body.message);
     const parsed = RunAgentInputSchema.safeParse(body.value);
     if (!parsed.success) return errorResponse(c, 'invalid_input', describeIssue('RunAgentInput', parsed.error));
-    // Watched from before it exists, a new run's stream needs no read of the store to begin.
-    const watch = gateway.watchRun(parsed.data.runId);
-    const started = await gateway
-      .startRun({ agentId: c.req.param('agentId'), input: parsed.data, door: 'agui', principal: c.get('principal') })
-      .catch((error: unknown) => {
-        watch.close();
-        throw error;
-      });
-    if (!started.ok || started.value.attached) watch.close();
+    const started = await gateway.startAndFollow({ agentId: c.req.param('agentId'), input: parsed.data, door: 'agui', principal: c.get('principal') });
     if (!started.ok) return errorResponse(c, started.code, started.message, started.retryAfterSeconds);
-    const { run, attached } = started.value;
-    const created = attached ? undefined : { run, watch };
-    return c.body(sseStream((signal) => gateway.followRun(run.runId, 0, signal, created), sse), 200, {
+    const { run, events } = started.value;
+    return c.body(sseStream(events, sse), 200, {
       ...SSE_HEADERS,
-      'X-Funduq-Thread-Id': run.threadId,
-      'X-Funduq-Run-Id': run.runId,
+      ...idHeader('X-Funduq-Thread-Id', run.threadId),
+      ...idHeader('X-Funduq-Run-Id', run.runId),
     });
   });
 
@@ -59,4 +50,13 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
   });
 
   return door;
+}
+
+/**
+ * An id as a response header, when it can be one as it is: a header value is bytes, and an id a
+ * caller chose may hold any character (Cyrillic, emoji, a lone surrogate). Such an id is left out
+ * rather than changed; the stream's RUN_STARTED carries it.
+ */
+function idHeader(name: string, id: string): Record<string, string> {
+  return /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(id) ? { [name]: id } : {};
 }

@@ -2,11 +2,14 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Gateway } from '../core/gateway.js';
 import { ANONYMOUS, type Principal } from '../core/model.js';
-import { a2aDoor, type A2aDoorOptions } from './a2a.js';
+import { a2aDoor, type A2aDoorOptions } from './a2a/index.js';
 import { adminDoor, type AdminOptions } from './admin.js';
+import { admission, inTurn, type AdmissionLimits } from './admission.js';
 import { isEnabled, rosterEntry } from './agent-definition.js';
 import { aguiDoor } from './agui.js';
+import { usageDoor } from './usage.js';
 import { errorResponse } from './http-errors.js';
+import { jwksDoor, type PublishedKeys } from './jwks.js';
 import { openMode, type PrincipalResolver } from './principal.js';
 import type { SseOptions } from './sse.js';
 
@@ -16,15 +19,20 @@ export interface AppOptions {
   principal?: PrincipalResolver;
   /** The admin routes (`/admin/agents`); absent, there are none. */
   admin?: AdminOptions;
-  /** The A2A door's settings: public URL, push sender (without one, no push notifications). */
+  /** The A2A door's settings: public URL, the cards' version. */
   a2a?: A2aDoorOptions;
+  /** The public keys push notifications are signed with: published at `JWKS_PATH`, and named on the agent cards. */
+  pushKeys?: PublishedKeys;
   /** Largest request body accepted (default 350 KB: what one run item can hold, with room for its record). */
   maxBodyBytes?: number;
+  /** How much one process takes in at once (see admission.ts); absent, no bound (a Lambda instance serves one request at a time). */
+  admission?: AdmissionLimits;
   /** Logs unexpected errors (the caller gets a 500 with no detail). */
   onError?: (error: unknown) => void;
 }
 
-const AGENT_CARD = /^\/a2a\/[^/]+\/\.well-known\/agent-card\.json$/;
+/** An agent's card, and where a client looks for one given an agent's URL without its "/". */
+const AGENT_CARD = /^\/a2a\/(?:[^/]+\/)?\.well-known\/agent-card\.json$/;
 
 /** Every door as one Hono app, written once and served by @hono/node-server or hono/aws-lambda. */
 export function createApp(options: AppOptions) {
@@ -32,12 +40,14 @@ export function createApp(options: AppOptions) {
   const sse: SseOptions = { heartbeatMs: 10_000, ...options.sse };
   const resolve = options.principal ?? openMode;
   const app = new Hono<{ Variables: { principal: Principal } }>();
+  // A run's input is stored whole in one DynamoDB item, which holds at most 400 KB.
+  const maxBodyBytes = options.maxBodyBytes ?? 350 * 1024;
 
+  if (options.admission) app.use('*', admission(options.admission, maxBodyBytes));
   app.use(
     '*',
     bodyLimit({
-      // A run's input is stored whole in one DynamoDB item, which holds at most 400 KB.
-      maxSize: options.maxBodyBytes ?? 350 * 1024,
+      maxSize: maxBodyBytes,
       onError: (c) => {
         // The unread rest of the body is still on the socket: the connection cannot be reused.
         c.header('Connection', 'close');
@@ -45,13 +55,16 @@ export function createApp(options: AppOptions) {
       },
     }),
   );
+  if (options.admission?.turn) app.use('*', inTurn(options.admission.turn));
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
-    await gateway.deps.store.getAgent('readyz');
+    await gateway.ready();
     return c.json({ status: 'ready' });
   });
-  // Before the callers' principal: the admin routes have a credential of their own.
-  if (options.admin) app.route('/admin', adminDoor(gateway, options.admin));
+  // Before the callers' principal: the admin routes have a credential of their own, and a push
+  // receiver fetching the keys has none of the gateway's.
+  if (options.admin) app.route('/admin', adminDoor(gateway, { ...options.admin, publicUrl: options.a2a?.publicUrl }));
+  if (options.pushKeys) app.route('/', jwksDoor(options.pushKeys));
   app.use('*', async (c, next) => {
     // The agent card names no task and tells a caller which credential to bring (A2A discovery).
     const principal = c.req.method === 'GET' && AGENT_CARD.test(c.req.path) ? ANONYMOUS : await resolve(c);
@@ -64,12 +77,14 @@ export function createApp(options: AppOptions) {
   });
 
   app.route('/agui', aguiDoor(gateway, sse));
-  app.route('/a2a', a2aDoor(gateway, sse, { onError: options.onError, ...options.a2a }));
+  app.route('/a2a', a2aDoor(gateway, sse, { onError: options.onError, signsPushes: options.pushKeys !== undefined, ...options.a2a }));
 
   app.get('/threads/:threadId', async (c) => {
     const view = await gateway.threadView(c.req.param('threadId'), c.get('principal'));
     return view.ok ? c.json(view.value) : errorResponse(c, view.code, view.message);
   });
+
+  app.route('/usage', usageDoor(gateway));
 
   app.get('/agents', async (c) => {
     const agents = await gateway.listAgents();

@@ -5,6 +5,7 @@ import type { RefusalCode } from '../core/errors.js';
 /** The one table from core refusal codes to HTTP statuses, for the AG-UI and admin doors. */
 const STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   invalid_input: 400,
+  payload_too_large: 413,
   agent_not_found: 404,
   thread_not_found: 404,
   run_not_found: 404,
@@ -21,6 +22,7 @@ const STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   thread_queue_full: 429,
   tenant_rate_limited: 429,
   tenant_concurrency_limited: 429,
+  tenant_budget_exhausted: 429,
 };
 
 /**
@@ -29,7 +31,7 @@ const STATUS: Record<RefusalCode, ContentfulStatusCode> = {
  */
 export const RETRY_AFTER_SECONDS = 2;
 
-export type DoorErrorCode = RefusalCode | 'not_found' | 'payload_too_large' | 'unauthorized' | 'internal_error';
+export type DoorErrorCode = RefusalCode | 'not_found' | 'unauthorized' | 'gateway_busy' | 'internal_error';
 
 /** A 429 carries `Retry-After`: the refusal's own (a tenant's next minute) or `RETRY_AFTER_SECONDS`. */
 export function errorResponse(c: Context, code: DoorErrorCode, message: string, retryAfterSeconds?: number): Response {
@@ -38,10 +40,10 @@ export function errorResponse(c: Context, code: DoorErrorCode, message: string, 
       ? STATUS[code as RefusalCode]
       : code === 'not_found'
         ? 404
-        : code === 'payload_too_large'
-          ? 413
-          : code === 'unauthorized'
-            ? 401
+        : code === 'unauthorized'
+          ? 401
+          : code === 'gateway_busy'
+            ? 503
             : 500;
   if (status === 429) c.header('Retry-After', String(retryAfterSeconds ?? RETRY_AFTER_SECONDS));
   return c.json({ error: { code, message } }, status);

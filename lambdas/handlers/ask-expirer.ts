@@ -1,9 +1,10 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
 import { waitTimestamp, type AskWaiterInput } from '../adapters/aws/step-functions-ask-timer.js';
 import type { AskTimer } from '../core/ports.js';
-import { logger, metrics, publishMetrics, tracer } from './powertools.js';
-import { createWiring, type WiringOptions } from './wiring.js';
+import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+import { createWiring, type WiringOptions } from '../runtimes/aws.js';
 
 /**
  * Inside the ask waiter's execution, a re-arm (the timer fired before the earliest `expiresAt`,
@@ -35,7 +36,6 @@ export function createAskExpirer(options: Omit<WiringOptions, 'timer'>) {
   return async (input: AskWaiterInput, context?: Context): Promise<AskWaiterInput> => {
     if (context) logger.addContext(context);
     const { runId } = input;
-    tracer.putAnnotation('runId', runId);
     try {
       timer.take(runId);
       await gateway.expireAsks(runId);
@@ -55,5 +55,6 @@ export function createAskExpirer(options: Omit<WiringOptions, 'timer'>) {
 
 let expirer: ReturnType<typeof createAskExpirer> | undefined;
 
+/** The expirer calls the record only: its re-arm goes back to its own execution, and it enqueues nothing. */
 export const handler = (input: AskWaiterInput, context: Context) =>
-  (expirer ??= createAskExpirer({ env: process.env }))(input, context);
+  (expirer ??= createAskExpirer({ env: process.env, clients: { dynamodb: new DynamoDBClient({}) } }))(input, context);

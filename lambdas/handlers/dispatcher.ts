@@ -1,28 +1,47 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SFNClient } from '@aws-sdk/client-sfn';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { besideDispatchSchema, parseThreadMessage, type BesideDispatch } from '../adapters/aws/sqs-thread-queue.js';
-import { logger, metrics, publishMetrics, tracer } from './powertools.js';
-import { createWiring, type WiringOptions } from './wiring.js';
+import { besideDispatchSchema, parseThreadMessage, SqsThreadQueue, type BesideDispatch } from '../adapters/aws/sqs-thread-queue.js';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { systemClock } from '../adapters/system-clock.js';
+import { createWiring, sqsThreadQueue, stepFunctionsAskTimer, type Clients, type WiringOptions } from '../runtimes/aws.js';
+import { awsLink, connectionsClient } from '../runtimes/aws-link.js';
+import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+import { createProviders } from '../runtimes/providers.js';
 
 /** Kept back from the Lambda deadline for settling a run: its closing events and its end. */
 export const SETTLE_MARGIN_MS = 30_000;
 
 /**
  * One thread-queue message is one run. The handler returns once the run has settled, which
- * deletes the message and releases the thread's next run. A message that failed is reported
+ * deletes the message and releases the thread's next run; a run of a `link` agent is handed to
+ * its providers instead, and keeps its message in flight until it settles (no dispatcher held). A message that failed is reported
  * back, so SQS redelivers it (and the core fails a run it finds still running `dispatch_lost`).
  * An asynchronous invoke carrying `funduqDispatchBeside` is an interjection, dispatched beside
  * its thread's running run; Lambda retries a failed one under the same `dispatch_lost` rule.
  */
-export function createDispatcher(options: Omit<WiringOptions, 'runDeadline'>) {
+export function createDispatcher(options: Omit<WiringOptions, 'providers'>) {
   let deadline: number | undefined;
-  const { gateway } = createWiring({ ...options, runDeadline: () => deadline });
+  const { env, clients } = options;
+  const queue = options.queue ?? sqsThreadQueue(env, clients);
+  const { gateway } = createWiring({
+    ...options,
+    queue,
+    timer: options.timer ?? stepFunctionsAskTimer(env, clients),
+    providers: createProviders,
+  });
+  // A run's time limit is cut to the function's own end less the time to settle, so a run that
+  // would outlive the function fails `provider_timeout` instead of being killed and later failed `dispatch_lost`.
+  const dispatch = { deadline: () => deadline };
   return async (event: SQSEvent | BesideDispatch, context: Context): Promise<SQSBatchResponse | undefined> => {
     logger.addContext(context);
     deadline = Date.now() + context.getRemainingTimeInMillis() - SETTLE_MARGIN_MS;
     if ('funduqDispatchBeside' in event) {
       const { runId } = besideDispatchSchema.parse(event).funduqDispatchBeside;
-      const result = await gateway.dispatchRun(runId, true);
+      const result = await gateway.dispatchRun(runId, { ...dispatch, beside: true });
       logger.info('interjection dispatched', { runId, result });
       publishMetrics();
       return undefined;
@@ -33,8 +52,12 @@ export function createDispatcher(options: Omit<WiringOptions, 'runDeadline'>) {
         try {
           const { threadId, runId } = parseThreadMessage(record.body);
           logger.appendKeys({ threadId, runId });
-          tracer.putAnnotation('runId', runId);
-          const result = await gateway.dispatchRun(runId);
+          const result = await gateway.dispatchRun(runId, { ...dispatch, receipt: record.receiptHandle });
+          // A link run handed off holds its message: kept in flight (its thread waits) and reported
+          // back, so Lambda does not delete it; the run's settle does. Gone already: its run settled.
+          if (result === 'handed_off' && queue instanceof SqsThreadQueue && (await queue.hold(record.receiptHandle))) {
+            batchItemFailures.push({ itemIdentifier: record.messageId });
+          }
           logger.info('run dispatched', { result, receiveCount: record.attributes.ApproximateReceiveCount });
           const metric = metrics.singleMetric();
           metric.addDimension('result', result);
@@ -54,7 +77,30 @@ export function createDispatcher(options: Omit<WiringOptions, 'runDeadline'>) {
   };
 }
 
-let dispatcher: ReturnType<typeof createDispatcher> | undefined;
+let dispatcher: Promise<ReturnType<typeof createDispatcher>> | undefined;
 
-export const handler = (event: SQSEvent | BesideDispatch, context: Context) =>
-  (dispatcher ??= createDispatcher({ env: process.env }))(event, context);
+/**
+ * What the dispatcher calls: the record, the thread queue (an interjection whose run settled first
+ * is enqueued as the next ordinary run; a link run's message is held), the ask waiter (armed when
+ * a run settles with asks), the agents of the `lambda` kind and, where the stack deploys it, the
+ * provider link (offers over `@connections`, its timers, the link key secret).
+ */
+export const handler = async (event: SQSEvent | BesideDispatch, context: Context) => {
+  dispatcher ??= (async () => {
+    const clients: Clients = {
+      dynamodb: new DynamoDBClient({}),
+      sqs: new SQSClient({}),
+      sfn: new SFNClient({}),
+      lambda: new LambdaClient({}),
+      secretsManager: new SecretsManagerClient({}),
+    };
+    const connections = connectionsClient(process.env);
+    if (connections) clients.connections = connections;
+    const link = await awsLink(process.env, clients, systemClock, { newId: () => crypto.randomUUID() })?.();
+    return createDispatcher({ env: process.env, clients, ...(link ? { link: link.deps } : {}) });
+  })().catch((error: unknown) => {
+    dispatcher = undefined;
+    throw error;
+  });
+  return (await dispatcher)(event, context);
+};

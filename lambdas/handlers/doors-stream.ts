@@ -1,5 +1,5 @@
 import { streamHandle } from 'hono/aws-lambda';
-import { doorsApp } from './wiring.js';
+import { doorsApp, doorsClients } from '../runtimes/aws-doors.js';
 
 /** The streaming routes (API Gateway `ResponseTransferMode.STREAM`): AG-UI runs and tails, A2A. */
-export const handler = streamHandle(doorsApp({ env: process.env }));
+export const handler = streamHandle(doorsApp({ env: process.env, clients: doorsClients() }));

@@ -1,5 +1,5 @@
 import { handle } from 'hono/aws-lambda';
-import { doorsApp } from './wiring.js';
+import { doorsApp, doorsClients } from '../runtimes/aws-doors.js';
 
 /** The buffered routes: threads, agents, admin, agent cards, health. */
-export const handler = handle(doorsApp({ env: process.env }));
+export const handler = handle(doorsApp({ env: process.env, clients: doorsClients() }));

@@ -1,15 +1,18 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as StreamAttributeValue, Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { HttpPushSender, type PushSenderSettings } from '../adapters/http/push-sender.js';
 import { RUN_EVENTS_TABLE, RUNS_TABLE, type TableNames } from '../adapters/aws/dynamodb/tables.js';
 import { pushForChange } from '../core/a2a/push.js';
+import { systemClock } from '../adapters/system-clock.js';
 import type { Run } from '../core/model.js';
 import type { Clock, RunChange, RunStore } from '../core/ports.js';
-import { logger, metrics, publishMetrics } from './powertools.js';
-import { InvocationPushSender, OutOfTime, PUSH_SENDER_SETTINGS } from './push-delivery.js';
-import { createStore, tableNames, type Clients, type Environment } from './wiring.js';
+import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+import { InvocationPushSender, OutOfTime, PUSH_SENDER_SETTINGS } from '../runtimes/push-delivery.js';
+import { createStore, pushKeysOf, pushSettings, tableNames, type Clients, type Environment } from '../runtimes/aws.js';
+import { traced } from '../runtimes/tracer.js';
 
 /** Attributes the runs table holds for its keys, indexes and expiry, not for the run. */
 const TABLE_ATTRIBUTES: readonly string[] = [
@@ -30,10 +33,10 @@ export type RecordedChange =
 
 export interface StreamHandlerOptions {
   env: Environment;
-  clients?: Partial<Pick<Clients, 'dynamodb'>>;
+  clients: Pick<Clients, 'dynamodb' | 'secretsManager'>;
   /** Over `PUSH_SENDER_SETTINGS`: tests allow their loopback receiver and shorten the backoff. */
   push?: Partial<PushSenderSettings>;
-  clock?: Clock;
+  clock?: Pick<Clock, 'now'>;
 }
 
 /**
@@ -45,10 +48,10 @@ export interface StreamHandlerOptions {
  */
 export function createStreamHandler(options: StreamHandlerOptions) {
   const store = createStore(options);
-  const clock = options.clock ?? { now: () => Date.now() };
+  const clock = options.clock ?? systemClock;
   const tables = tableNames(options.env);
-  const settings = { ...PUSH_SENDER_SETTINGS, ...options.push };
-  const sender = new HttpPushSender(settings);
+  const settings = { ...PUSH_SENDER_SETTINGS, ...pushSettings(options.env, options.push) };
+  const sender = new HttpPushSender(settings, options.clients.secretsManager ? pushKeysOf(options, clock) : undefined);
   return async (event: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
     if (context) logger.addContext(context);
     const invocation = new InvocationPushSender(sender, settings, () => context?.getRemainingTimeInMillis() ?? Number.POSITIVE_INFINITY);
@@ -149,4 +152,4 @@ function runOf(record: DynamoDBRecord): Run | undefined {
 let streamHandler: ReturnType<typeof createStreamHandler> | undefined;
 
 export const handler = (event: DynamoDBStreamEvent, context: Context) =>
-  (streamHandler ??= createStreamHandler({ env: process.env }))(event, context);
+  (streamHandler ??= createStreamHandler({ env: process.env, clients: traced({ dynamodb: new DynamoDBClient({}), secretsManager: new SecretsManagerClient({}) }) }))(event, context);

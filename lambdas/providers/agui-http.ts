@@ -1,19 +1,49 @@
 import type { RunAgentInput } from '@ag-ui/core';
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { z } from 'zod';
 import { RunFailure } from '../core/errors.js';
 import type { Agent } from '../core/model.js';
-import type { Clock, Provider, ProviderContext } from '../core/ports.js';
+import type { Provider, ProviderContext } from '../core/ports.js';
+import { MASK, providerKind } from './definition.js';
+import { sseEvents } from './sse-events.js';
 
 export interface AgUiHttpProviderOptions {
   /** Defaults to the global fetch. */
   fetch?: typeof fetch;
-  clock: Clock;
 }
+
+/** A header field name is an RFC 9110 token (§5.1, §5.6.2). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/**
+ * A field value is visible characters, spaces and tabs (RFC 9110 §5.5), as bytes: fetch refuses a
+ * character past U+00FF (such as "…"), and CR, LF or NUL would break the message.
+ */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/** The `agui-http` kind: a stock AG-UI agent at a URL, with the headers (its credentials) funduq sends it. */
+export const aguiHttpKind = providerKind({
+  kind: 'agui-http',
+  fields: {
+    url: z.string().url().refine(isHttpUrl, 'must be an http or https URL'),
+    headers: z
+      .record(
+        z.string().regex(HEADER_NAME, 'is not an HTTP header name'),
+        z.string().regex(HEADER_VALUE, 'a header value may hold visible ASCII, spaces and tabs only (no "…", CR, LF or NUL)'),
+      )
+      .optional(),
+  },
+  spec: ({ url, headers }) => ({ kind: 'agui-http', url, ...(headers ? { headers } : {}) }),
+  adminView: (spec) => {
+    const { url, headers } = spec as { url?: string; headers?: Record<string, string> };
+    return {
+      ...(url !== undefined ? { url: maskUrl(url) } : {}),
+      ...(headers ? { headers: Object.fromEntries(Object.keys(headers).map((name) => [name, MASK])) } : {}),
+    };
+  },
+  create: () => new AgUiHttpProvider({}),
+});
 
 /** How much of an error response's body a failure message quotes. */
 const BODY_EXCERPT_BYTES = 1024;
-/** How much of a malformed event a failure message quotes. */
-const EVENT_EXCERPT_CHARS = 200;
 
 /**
  * A stock AG-UI agent over HTTP: POSTs the `RunAgentInput` and relays the SSE stream's events
@@ -23,16 +53,16 @@ const EVENT_EXCERPT_CHARS = 200;
 export class AgUiHttpProvider implements Provider {
   private readonly fetch: typeof fetch;
 
-  constructor(options: AgUiHttpProviderOptions) {
+  constructor(options: AgUiHttpProviderOptions = {}) {
     this.fetch = options.fetch ?? globalThis.fetch;
   }
 
-  async *run(input: RunAgentInput, { agent, signal }: ProviderContext): AsyncIterable<unknown> {
+  async *run(input: RunAgentInput, { agent, signal, heartbeat }: ProviderContext): AsyncIterable<unknown> {
     const endpoint = readEndpoint(agent);
     if (signal.aborted) return;
 
     const where = `${endpoint.origin}${endpoint.pathname}`;
-    const watch = new RequestWatch(agent, signal);
+    const watch = new RequestWatch(signal);
     try {
       const response = await watch.waitFor(
         this.fetch(endpoint, {
@@ -61,10 +91,13 @@ export class AgUiHttpProvider implements Provider {
       }
       if (!response.body) return;
 
-      yield* relayEvents(response.body, watch, where);
+      for await (const event of sseEvents(bodyChunks(response.body, watch, where, heartbeat), where)) {
+        watch.throwIfStopped();
+        yield event;
+      }
     } catch (error) {
-      // A cancel is a request the run honours, not a failure: the core reads its own signal.
-      if (watch.stopped === 'cancelled') return;
+      // A stop (a cancel, a time limit) is the core's, read from its own signal: not the agent's failure.
+      if (watch.stopped) return;
       throw error;
     } finally {
       watch.close();
@@ -72,140 +105,72 @@ export class AgUiHttpProvider implements Provider {
   }
 }
 
-/**
- * Reads the SSE stream chunk by chunk and yields each event once it is complete, so the caller
- * sees the agent's events while the agent is still running.
- */
-async function* relayEvents(
+/** The response body's chunks; a connection that breaks off fails the run `provider_disconnected`. */
+async function* bodyChunks(
   body: ReadableStream<Uint8Array>,
   watch: RequestWatch,
   where: string,
-): AsyncGenerator<unknown> {
-  const complete: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (message) => complete.push(message) });
-  const decoder = new TextDecoder();
+  heartbeat: () => void,
+): AsyncGenerator<Uint8Array> {
   const reader = body.getReader();
   for (;;) {
     const { done, value } = await watch.waitFor(
       reader.read(),
       (error) => new RunFailure('provider_disconnected', `${where} broke off the stream: ${describeCause(error)}`),
     );
-    // At the end of the stream an event without its closing blank line is discarded
-    // (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation).
-    parser.feed(done ? decoder.decode() : decoder.decode(value, { stream: true }));
-    for (const message of complete.splice(0)) {
-      watch.throwIfStopped();
-      yield readEvent(message, where);
-    }
     if (done) return;
+    heartbeat();
+    yield value;
   }
 }
-
-function readEvent(message: EventSourceMessage, where: string): unknown {
-  let event: unknown;
-  try {
-    event = JSON.parse(message.data);
-  } catch {
-    throw malformed(where, 'data that is not JSON', message.data);
-  }
-  if (typeof event !== 'object' || event === null || Array.isArray(event)) {
-    throw malformed(where, 'data that is not a JSON object', message.data);
-  }
-  if (typeof (event as { type?: unknown }).type !== 'string') {
-    throw malformed(where, 'an event without a string "type"', message.data);
-  }
-  return event;
-}
-
-function malformed(where: string, what: string, data: string): RunFailure {
-  const excerpt = data.length > EVENT_EXCERPT_CHARS ? `${data.slice(0, EVENT_EXCERPT_CHARS)}…` : data;
-  return new RunFailure('provider_sent_malformed_event', `${where} sent ${what}: ${excerpt}`);
-}
-
-type Stop = 'cancelled' | 'idle' | 'timeout';
 
 /**
- * The request's two clocks and its cancel: the whole run is bounded by `timeoutSeconds`, and
- * every wait for the agent's next bytes by `idleTimeoutSeconds`. The idle clock runs only while
- * the provider waits for the agent, not while its caller is busy with an event already relayed.
- * Each of the three aborts the HTTP request; `stopped` says which came first.
+ * The request's cancel: the run's signal aborts the HTTP request (a cancel, or the relay's time
+ * limits, which are the same for every provider kind). Once aborted, every wait on the agent
+ * throws an AbortError, which the run reads as the stop it is, not as the agent's failure.
  */
 class RequestWatch {
-  private reason: Stop | undefined;
   private readonly controller = new AbortController();
-  private readonly runTimer: ReturnType<typeof setTimeout> | undefined;
-  private readonly idleMs: number | undefined;
-  private readonly onCancel = () => this.stop('cancelled');
+  private readonly onCancel = () => this.controller.abort();
 
-  constructor(
-    private readonly agent: Agent,
-    private readonly cancel: AbortSignal,
-  ) {
+  constructor(private readonly cancel: AbortSignal) {
     cancel.addEventListener('abort', this.onCancel, { once: true });
-    const runMs = toMs(agent.timeoutSeconds);
-    if (runMs !== undefined) this.runTimer = setTimeout(() => this.stop('timeout'), runMs);
-    this.idleMs = toMs(agent.idleTimeoutSeconds);
   }
 
   get signal(): AbortSignal {
     return this.controller.signal;
   }
 
-  /** What stopped the request first, if anything did. */
-  get stopped(): Stop | undefined {
-    return this.reason;
+  get stopped(): boolean {
+    return this.cancel.aborted;
   }
 
-  /**
-   * Awaits `pending` (a wait on the agent) with the idle clock running. Once the request was
-   * stopped, throws why (even if `pending` won the race); otherwise a rejection becomes `failure`.
-   */
+  /** Awaits `pending` (a wait on the agent). Once stopped, throws an AbortError; otherwise a rejection becomes `failure`. */
   async waitFor<T>(pending: Promise<T>, failure: (error: unknown) => unknown): Promise<T> {
-    const idleTimer = this.idleMs === undefined ? undefined : setTimeout(() => this.stop('idle'), this.idleMs);
     const settled = await pending.then(
       (value) => ({ ok: true as const, value }),
       (error: unknown) => ({ ok: false as const, error }),
     );
-    clearTimeout(idleTimer);
     this.throwIfStopped();
     if (!settled.ok) throw failure(settled.error);
     return settled.value;
   }
 
-  /** Throws why the request was stopped, if it was. */
   throwIfStopped(): void {
-    switch (this.stopped) {
-      case 'cancelled':
-        throw new DOMException('the run was cancelled', 'AbortError');
-      case 'idle':
-        throw new RunFailure('provider_idle', `the agent sent nothing for ${this.agent.idleTimeoutSeconds} s`);
-      case 'timeout':
-        throw new RunFailure('provider_timeout', `the run passed its limit of ${this.agent.timeoutSeconds} s`);
-    }
+    if (this.stopped) throw new DOMException('the run was stopped', 'AbortError');
   }
 
   /** Ends the watch; aborting closes the connection if the stream is still open. */
   close(): void {
-    clearTimeout(this.runTimer);
     this.cancel.removeEventListener('abort', this.onCancel);
     this.controller.abort();
   }
-
-  private stop(reason: Stop): void {
-    if (this.reason) return;
-    this.reason = reason;
-    this.controller.abort();
-  }
-}
-
-function toMs(seconds: number): number | undefined {
-  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
 }
 
 function requestHeaders(agent: Agent): Headers {
   let headers: Headers;
   try {
-    headers = new Headers(agent.provider.headers);
+    headers = new Headers(agent.provider.headers as Record<string, string> | undefined);
   } catch {
     // Not quoted: the platform's message would name the offending value, a secret.
     throw new RunFailure('provider_not_configured', `agent ${agent.id} has a header that HTTP does not allow`);
@@ -240,7 +205,7 @@ async function readExcerpt(response: Response, watch: RequestWatch): Promise<str
 
 function readEndpoint(agent: Agent): URL {
   const url = agent.provider.url;
-  if (!url) throw new RunFailure('provider_not_configured', `agent ${agent.id} has no provider url`);
+  if (typeof url !== 'string' || !url) throw new RunFailure('provider_not_configured', `agent ${agent.id} has no provider url`);
   try {
     return new URL(url);
   } catch {
@@ -257,4 +222,29 @@ function describeCause(error: unknown): string {
     return typeof code === 'string' && !cause.message.includes(code) ? `${code} ${cause.message}` : cause.message;
   }
   return String(cause);
+}
+
+function isHttpUrl(raw: string): boolean {
+  try {
+    return /^https?:$/.test(new URL(raw).protocol);
+  } catch {
+    // Not a URL at all: `.url()` has said so already.
+    return true;
+  }
+}
+
+/** The URL's user info and its query values replaced by `***`: any of them may be a credential. */
+function maskUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return MASK;
+  }
+  if (url.username || url.password) {
+    url.username = MASK;
+    url.password = '';
+  }
+  for (const name of new Set(url.searchParams.keys())) url.searchParams.set(name, MASK);
+  return url.href;
 }

@@ -1,14 +1,35 @@
 import { contentToText, EventType, type RunAgentInput } from '@ag-ui/core';
+import type { Agent } from '../core/model.js';
 import type { Clock, IdSource, Provider, ProviderContext } from '../core/ports.js';
+import { providerKind } from './definition.js';
 
 export interface DemoProviderOptions {
-  clock: Clock;
+  clock: Pick<Clock, 'now'>;
   ids: IdSource;
   /** Pause between the chunks of a text message, so a stream can be watched arriving. None by default. */
   chunkDelayMs?: number;
   /** Pause between the chunks of `/slow N`. */
   slowIntervalMs?: number;
 }
+
+/** The `demo` kind: the built-in agent, in-process. Its definitions have no fields of their own. */
+export const demoKind = providerKind({
+  kind: 'demo',
+  fields: {},
+  spec: () => ({ kind: 'demo' }),
+  adminView: () => ({}),
+  create: (runtime) => new DemoProvider({ clock: runtime.clock, ids: runtime.ids, slowIntervalMs: runtime.demoSlowIntervalMs }),
+});
+
+/** The demo agent as `npm start` registers it. */
+export const DEMO_AGENT: Agent = {
+  id: 'demo',
+  description: 'The built-in demo agent: echoes text; /ask, /tool, /slow N and /fail show interrupts, tool calls, queueing and failures.',
+  provider: { kind: 'demo' },
+  takesInterjections: false,
+  timeoutSeconds: 900,
+  idleTimeoutSeconds: 300,
+};
 
 /** The frontend tool `/tool` calls: the caller is expected to answer it with a tool message. */
 export const DEMO_TOOL_NAME = 'confirm_action';
@@ -37,7 +58,7 @@ type Request =
  * says what the answer was.
  */
 export class DemoProvider implements Provider {
-  private readonly clock: Clock;
+  private readonly clock: Pick<Clock, 'now'>;
   private readonly ids: IdSource;
   private readonly chunkDelayMs: number;
   private readonly slowIntervalMs: number;

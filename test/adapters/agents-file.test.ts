@@ -3,8 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AgentsFileError, readAgentsFile } from '../../lambdas/adapters/local/agents-file.js';
-import { startTestGateway } from '../support/gateway.js';
+import { AgentsFileError, readAgentsFile } from '../../lambdas/runtimes/agents-file.js';
+import { DEMO_AGENT } from '../../lambdas/runtimes/local.js';
+import { aguiAgent, startTestGateway, userMessage } from '../support/gateway.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const SECRET = 'sk-file-secret-51e0';
@@ -73,6 +74,9 @@ describe('the agents file', () => {
     ['agents.1.url', { agents: [GOOD.agents[0], { ...GOOD.agents[1], url: 'file:///etc/passwd' }] }],
     ['agents.0.id', { agents: [{ ...GOOD.agents[1], id: 'not/an/id' }] }],
     ['agents.0.headers.Authorization', { agents: [{ ...GOOD.agents[0], headers: { Authorization: 42 } }] }],
+    // "…" cannot be carried in an HTTP header: every run would fail provider_not_configured.
+    ['agents.0.headers.Authorization', { agents: [{ ...GOOD.agents[0], headers: { Authorization: `Bearer ${SECRET}…` } }] }],
+    ['agents.0.headers.X-Key ', { agents: [{ ...GOOD.agents[0], headers: { 'X-Key ': SECRET } }] }],
     ['agents.1.id', { agents: [GOOD.agents[1], GOOD.agents[1]] }],
     ['agents', { agent: [] }],
   ])('reports a bad file with its path and the field %s', async (field, content) => {
@@ -111,6 +115,33 @@ describe('the agents file', () => {
       expect(roster).not.toContain(SECRET);
     } finally {
       await gateway.close();
+    }
+  });
+
+  it('warns at start of a stored agent a definition could not be today, naming it and the field, and its runs fail provider_not_configured', async () => {
+    const dataDir = join(dir, `stored-${++files}`);
+    const first = await startTestGateway({ dataDir });
+    // Stored as a PUT took it before header values were checked as HTTP does.
+    await first.store.putAgent({ ...DEMO_AGENT, id: 'legacy', provider: { kind: 'agui-http', url: 'http://127.0.0.1:9/agent', headers: { Authorization: `Bearer ${SECRET}…` } } });
+    await first.close();
+
+    const lines: string[] = [];
+    const second = await startTestGateway({ dataDir, log: (line) => lines.push(line) });
+    try {
+      const warnings = lines.filter((line) => line.includes('"legacy"'));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/^warning: .*headers\.Authorization: a header value may hold visible ASCII/);
+      expect(warnings[0]).toContain('PUT /admin/agents/legacy');
+      expect(lines.join('\n')).not.toContain(SECRET);
+      expect(lines.some((line) => line.includes('"demo"'))).toBe(false);
+
+      const agent = aguiAgent(second, 'stored-legacy', 'legacy');
+      agent.messages = [userMessage('hello')];
+      const errors: string[] = [];
+      await agent.runAgent({}, { onRunErrorEvent: ({ event }) => void errors.push(String(event.code)) }).catch(() => undefined);
+      expect(errors).toEqual(['provider_not_configured']);
+    } finally {
+      await second.close();
     }
   });
 

@@ -1,9 +1,9 @@
 import type { RunAgentInput } from '@ag-ui/core';
 import { describe, expect, it } from 'vitest';
 import { harness, type Harness } from '../support/core-harness.js';
-import { useDynalite } from '../support/dynalite.js';
+import { useStore } from '../support/stores.js';
 
-const dynamo = useDynalite();
+const stores = useStore();
 
 /** An agent that ends with an interrupt when asked, and otherwise says what it was answered. */
 function interrupting(h: Harness, interrupts: (input: RunAgentInput) => Record<string, unknown>[]) {
@@ -30,7 +30,7 @@ const resolved = (interruptId: string, payload: unknown = { approved: true }) =>
 
 describe('an interrupt', () => {
   it('leaves the run completed with open asks, answered by a new run naming every interrupt', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     interrupting(h, () => [
       { id: 'i1', reason: 'confirmation' },
       { id: 'i2', reason: 'confirmation' },
@@ -53,7 +53,7 @@ describe('an interrupt', () => {
   });
 
   it('treats a partial answer as an ordinary message and keeps the asks open', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     interrupting(h, (input) => (input.runId === 'run-1' ? [{ id: 'i1', reason: 'a' }, { id: 'i2', reason: 'b' }] : []));
     await h.send('/ask');
     await h.settled();
@@ -65,8 +65,34 @@ describe('an interrupt', () => {
     expect(asks.every((a) => a.state === 'open')).toBe(true);
   });
 
+  it('takes the answer again from the request whose first attempt closed the asks and died before recording its run, and no other', async () => {
+    const h = await harness(await stores.freshStore());
+    interrupting(h, () => [{ id: 'i1', reason: 'confirmation' }]);
+    await h.send('/ask');
+    await h.settled();
+    // What the first attempt of the answer "answer-1" left: the ask closed for it, and no run.
+    await h.store.closeAsks('run-1', { i1: { state: 'answered', closedByRunId: 'answer-1' } });
+    expect(await h.send('', { runId: 'other', resume: [resolved('i1')] })).toMatchObject({ ok: false, code: 'no_open_ask' });
+    const retried = await h.send('', { runId: 'answer-1', resume: [resolved('i1')] });
+    expect(retried).toMatchObject({ ok: true, value: { attached: false, run: { runId: 'answer-1', parentRunId: 'run-1' } } });
+    await h.settled();
+    expect(await h.store.getRun('answer-1')).toMatchObject({ status: 'completed' });
+    expect((await h.store.getThread(h.thread))?.unsettled).toBe(0);
+  });
+
+  it('takes an answer that arrives before its run is named the thread’s waiting run (the write after the end the caller read)', async () => {
+    const h = await harness(await stores.freshStore());
+    interrupting(h, () => [{ id: 'i1', reason: 'confirmation' }]);
+    await h.send('/ask');
+    await h.settled();
+    // As the record is between the run's end and the naming of its thread's waiting run.
+    await h.store.setWaitingRun(h.thread, 'an-earlier-run');
+    expect(await h.send('', { resume: [resolved('i1')] })).toMatchObject({ ok: true, value: { run: { parentRunId: 'run-1' } } });
+    await h.settled();
+  });
+
   it('refuses a resume with nothing open as no_open_ask', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     await h.send('hello');
     await h.settled();
     expect(await h.send('yes', { resume: [resolved('nothing')] })).toMatchObject({ ok: false, code: 'no_open_ask' });
@@ -74,7 +100,7 @@ describe('an interrupt', () => {
   });
 
   it('lets exactly one of fifty concurrent answers win; the others get no_open_ask', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     interrupting(h, () => [{ id: 'i1', reason: 'confirmation' }]);
     await h.send('/ask');
     await h.settled();
@@ -87,7 +113,7 @@ describe('an interrupt', () => {
   });
 
   it('expires at its expiresAt, and a later answer gets interrupt_expired', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     const expiresAt = new Date(h.clock.now() + 60_000).toISOString();
     interrupting(h, () => [{ id: 'i1', reason: 'confirmation', expiresAt }]);
     await h.send('/ask');
@@ -105,7 +131,7 @@ describe('an interrupt', () => {
   });
 
   it('refuses an answer that arrives after expiresAt even before the timer fired', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     const expiresAt = new Date(h.clock.now() + 1_000).toISOString();
     interrupting(h, () => [{ id: 'i1', reason: 'confirmation', expiresAt }]);
     await h.send('/ask');
@@ -116,7 +142,7 @@ describe('an interrupt', () => {
   });
 
   it('closes an ask as cancelled when its resume entry says cancelled', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     interrupting(h, () => [{ id: 'i1', reason: 'confirmation' }]);
     await h.send('/ask');
     await h.settled();
@@ -127,11 +153,11 @@ describe('an interrupt', () => {
   });
 
   it('never refuses an answer for a full thread queue', async () => {
-    const h = await harness(await dynamo.freshStore(), { threadQueueLimit: 0 });
+    const h = await harness(await stores.freshStore(), { threadQueueLimit: 0 });
     interrupting(h, () => [{ id: 'i1', reason: 'confirmation' }]);
     await h.send('/ask');
     await h.settled();
-    await h.store.reserveArrival(h.thread, 1);
+    await h.store.reserveArrival(h.thread, 'another', 1);
     expect(await h.send('ordinary')).toMatchObject({ ok: false, code: 'thread_queue_full' });
     expect((await h.send('yes', { resume: [resolved('i1')] })).ok).toBe(true);
     await h.settled();
@@ -140,7 +166,7 @@ describe('an interrupt', () => {
 
 describe('a tool call left without a result', () => {
   it('is an open ask, answered by a tool message naming it', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     h.provider.script = async function* (input) {
       yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
       if (input.messages.at(-1)?.role !== 'tool') {
@@ -171,7 +197,7 @@ describe('a tool call left without a result', () => {
   });
 
   it('is not an ask when the run itself returned its result', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     h.provider.script = async function* (input) {
       yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
       yield { type: 'TOOL_CALL_START', toolCallId: 'tc1', toolCallName: 'search' };

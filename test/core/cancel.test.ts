@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ANONYMOUS } from '../../lambdas/core/model.js';
 import { eventually, Gate, harness, replyEvents } from '../support/core-harness.js';
-import { useDynalite } from '../support/dynalite.js';
+import { useStore } from '../support/stores.js';
 
-const dynamo = useDynalite();
+const stores = useStore();
 
 describe('cancel', () => {
   it('cancels a queued run at once; it never reaches the agent and its stream ends cancelled', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     const gate = new Gate();
     h.provider.script = async function* (input) {
       await gate.wait;
@@ -28,7 +28,7 @@ describe('cancel', () => {
   });
 
   it('asks a running agent to stop; the run ends cancelled with its open message closed', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     let stopped = false;
     h.provider.script = async function* (input, signal) {
       yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
@@ -52,7 +52,7 @@ describe('cancel', () => {
   });
 
   it('records a run completed when its agent finishes anyway after a cancel', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     const gate = new Gate();
     h.provider.script = async function* (input) {
       yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
@@ -69,7 +69,7 @@ describe('cancel', () => {
   });
 
   it('records exactly one cancel of twenty concurrent requests', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     const gate = new Gate();
     h.provider.script = async function* (input) {
       yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
@@ -86,7 +86,7 @@ describe('cancel', () => {
   });
 
   it('cancels the open asks of a waiting run', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     h.provider.script = async function* (input) {
       yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
       yield {
@@ -109,7 +109,7 @@ describe('cancel', () => {
   });
 
   it('refuses to cancel a finished run with task_not_cancelable', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     await h.send('done soon');
     await h.settled();
     expect(await h.gateway.cancelRun('run-1', ANONYMOUS)).toMatchObject({ ok: false, code: 'task_not_cancelable' });

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ADDRESSED_RUN_ID_KEY } from '../../lambdas/core/interjection.js';
 import { eventually, Gate, harness, lastText, replyEvents, TEST_AGENT } from '../support/core-harness.js';
-import { useDynalite } from '../support/dynalite.js';
+import { useStore } from '../support/stores.js';
 
-const dynamo = useDynalite();
+const stores = useStore();
 
 async function interjectingHarness(takesInterjections = true) {
-  const h = await harness(await dynamo.freshStore());
+  const h = await harness(await stores.freshStore());
   await h.store.putAgent({ ...TEST_AGENT, takesInterjections });
   const gate = new Gate();
   h.provider.script = async function* (input) {
@@ -55,7 +55,7 @@ describe('an interjection', () => {
     await h.store.transitionRun('run-2', ['completed'], { status: 'completed' });
     const late = { ...(await h.store.getRun('run-2'))!, runId: 'run-3', status: 'queued' as const, arrival: 3 };
     await h.store.createRun(late);
-    expect(await h.gateway.dispatchRun('run-3', true)).toBe('queued_as_next');
+    expect(await h.gateway.dispatchRun('run-3', { beside: true })).toBe('queued_as_next');
     await h.settled();
     expect((await h.store.getRun('run-3'))?.status).toBe('completed');
     expect(h.provider.calls.find((c) => c.runId === 'run-3')?.forwardedProps).not.toHaveProperty('funduq.addressedRunId');

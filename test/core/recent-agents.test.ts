@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../lambdas/core/model.js';
 import { agentForDispatch, RecentAgents } from '../../lambdas/core/recent-agents.js';
 import { FakeClock } from '../support/core-harness.js';
-import { useDynalite } from '../support/dynalite.js';
+import { useStore } from '../support/stores.js';
 
-const dynamo = useDynalite();
+const stores = useStore();
 
 const agent = (id: string, url = `http://agents.test/${id}`): Agent => ({
   id,
@@ -47,7 +47,7 @@ describe('RecentAgents', () => {
 
 describe('the agent a dispatch uses', () => {
   it('is the one read within the last two seconds, then the store\'s again, however often dispatches come', async () => {
-    const store = await dynamo.freshStore();
+    const store = await stores.freshStore();
     const clock = new FakeClock();
     const deps = { store, recentAgents: new RecentAgents(clock) };
     await store.putAgent(agent('a', 'http://agents.test/v1'));
@@ -61,7 +61,7 @@ describe('the agent a dispatch uses', () => {
   });
 
   it('is read from the store every time without a memory of recent definitions, and is absent once deleted', async () => {
-    const store = await dynamo.freshStore();
+    const store = await stores.freshStore();
     await store.putAgent(agent('b'));
     expect((await agentForDispatch({ store }, 'b'))?.id).toBe('b');
     await store.deleteAgent('b');

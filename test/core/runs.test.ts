@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ANONYMOUS } from '../../lambdas/core/model.js';
 import { eventually, Gate, harness, lastText, replyEvents, TEST_AGENT } from '../support/core-harness.js';
-import { useDynalite } from '../support/dynalite.js';
+import { useStore } from '../support/stores.js';
 
-const dynamo = useDynalite();
+const stores = useStore();
 
 describe('a run', () => {
   it('is stored with its events numbered 1, 2, … and ends completed', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     const started = await h.send('hello');
     expect(started.ok).toBe(true);
     await h.settled();
@@ -27,13 +27,13 @@ describe('a run', () => {
   });
 
   it('refuses an unknown agent with agent_not_found', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     const refused = await h.gateway.startRun({ agentId: 'nobody', input: h.input('hi'), door: 'agui', principal: ANONYMOUS });
     expect(refused).toMatchObject({ ok: false, code: 'agent_not_found' });
   });
 
   it('binds a thread to the agent it was opened with', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     await h.send('hello');
     await h.store.putAgent({ ...TEST_AGENT, id: 'other' });
     const refused = await h.gateway.startRun({ agentId: 'other', input: h.input('hi'), door: 'agui', principal: ANONYMOUS });
@@ -41,7 +41,7 @@ describe('a run', () => {
   });
 
   it('re-attaches a repeated runId with the same input and refuses it with another input', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     const input = h.input('hello');
     const first = await h.gateway.startRun({ agentId: TEST_AGENT.id, input, door: 'agui', principal: ANONYMOUS });
     const again = await h.gateway.startRun({ agentId: TEST_AGENT.id, input: { ...input }, door: 'agui', principal: ANONYMOUS });
@@ -55,7 +55,7 @@ describe('a run', () => {
   });
 
   it('passes the caller forwardedProps on untouched, strips a caller funduq key and names the caller', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     await h.send('hello', { forwardedProps: { theme: 'dark', funduq: { caller: 'forged' } } });
     await h.settled();
     expect(h.provider.calls[0].forwardedProps).toEqual({
@@ -68,7 +68,7 @@ describe('a run', () => {
 
 describe('the thread queue', () => {
   it('starts the runs of a thread one at a time, in arrival order', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     const gate = new Gate();
     const started: string[] = [];
     let active = 0;
@@ -94,7 +94,7 @@ describe('the thread queue', () => {
   });
 
   it('refuses the tenth run of a busy thread with thread_queue_full and writes nothing', async () => {
-    const h = await harness(await dynamo.freshStore(), { threadQueueLimit: 8 });
+    const h = await harness(await stores.freshStore(), { threadQueueLimit: 8 });
     const gate = new Gate();
     h.provider.script = async function* (input) {
       await gate.wait;
@@ -114,7 +114,7 @@ describe('the thread queue', () => {
   });
 
   it('runs threads beside each other', async () => {
-    const store = await dynamo.freshStore();
+    const store = await stores.freshStore();
     const a = await harness(store, { threadId: 'a' });
     const gate = new Gate();
     a.provider.script = async function* (input) {
@@ -138,7 +138,7 @@ describe('the thread queue', () => {
 
 describe('what an agent streams', () => {
   it('fails a run whose agent sends a malformed known event with provider_sent_malformed_event', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     h.provider.script = async function* (input) {
       yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
       yield { type: 'TEXT_MESSAGE_CONTENT', delta: 42 };
@@ -152,8 +152,25 @@ describe('what an agent streams', () => {
     expect(events[1].event).toMatchObject({ code: 'provider_sent_malformed_event' });
   });
 
+  it.each([
+    ['a number no record keeps (1e-200)', { result: { tiny: 1e-200 } }, 'RUN_FINISHED.result.tiny'],
+    ['an interrupt payload nested 40 deep', { outcome: { type: 'interrupt', interrupts: [{ id: 'i1', reason: 'confirm', payload: JSON.parse('['.repeat(40) + ']'.repeat(40)) }] } }, 'RUN_FINISHED.outcome.interrupts.0.payload'],
+  ])('fails a run whose terminal event holds %s, which its run record must keep, naming where (any other event may)', async (_, fields, where) => {
+    const h = await harness(await stores.freshStore());
+    h.provider.script = async function* (input) {
+      yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
+      yield { type: 'STATE_SNAPSHOT', snapshot: { tiny: 1e-200 } };
+      yield { type: 'RUN_FINISHED', threadId: input.threadId, runId: input.runId, ...fields };
+    };
+    await h.send('hi');
+    await h.settled();
+    expect(await h.store.getRun('run-1')).toMatchObject({ status: 'failed', reason: 'provider_sent_malformed_event', message: expect.stringContaining(where) });
+    const events = await h.events('run-1');
+    expect(events.map((e) => e.event)).toMatchObject([{ type: 'RUN_STARTED' }, { type: 'STATE_SNAPSHOT', snapshot: { tiny: 1e-200 } }, { type: 'RUN_ERROR', code: 'provider_sent_malformed_event' }]);
+  });
+
   it('stores and relays an event type it does not know untouched', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     const future = { type: 'FUTURE_THING', payload: { nested: [1, 2] } };
     h.provider.script = async function* (input) {
       yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
@@ -167,7 +184,7 @@ describe('what an agent streams', () => {
   });
 
   it('fails a run whose stream ends without finishing', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     h.provider.script = async function* (input) {
       yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
     };
@@ -184,7 +201,7 @@ describe('what an agent streams', () => {
   });
 
   it('records the agent RUN_ERROR once, as the failure with its code', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     h.provider.script = async function* (input) {
       yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
       yield { type: 'RUN_ERROR', message: 'model overloaded', code: 'overloaded' };
@@ -197,7 +214,7 @@ describe('what an agent streams', () => {
   });
 
   it('rewrites RUN_STARTED to the run ids and keeps what the agent sent under rawEvent', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     h.provider.script = async function* () {
       yield { type: 'RUN_STARTED', threadId: 'agent-thread', runId: 'agent-run' };
       yield { type: 'RUN_FINISHED', threadId: 'agent-thread', runId: 'agent-run' };
@@ -213,7 +230,7 @@ describe('what an agent streams', () => {
   });
 
   it('lets a reader that comes back after event N read every later event', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     await h.send('hello');
     await h.settled();
     const seen: number[] = [];
@@ -223,7 +240,7 @@ describe('what an agent streams', () => {
 
   it('lets a reader that watched the run from before it was created follow it whole without reading the store', async () => {
     const reads: string[] = [];
-    const store = await dynamo.freshStore();
+    const store = await stores.freshStore();
     const counting = new Proxy(store, {
       get(target, key) {
         const value: unknown = Reflect.get(target, key, target);
@@ -235,12 +252,11 @@ describe('what an agent streams', () => {
       },
     });
     const h = await harness(counting);
-    const watch = h.gateway.watchRun('run-1');
-    const started = await h.send('hello');
+    const started = await h.gateway.startAndFollow({ agentId: TEST_AGENT.id, input: h.input('hello'), door: 'agui', principal: ANONYMOUS });
     if (!started.ok) throw new Error(started.message);
     reads.length = 0; // startRun's own look for the run id
     const watched: number[] = [];
-    for await (const stored of h.gateway.followRun('run-1', 0, undefined, { run: started.value.run, watch })) watched.push(stored.seq);
+    for await (const stored of started.value.events()) watched.push(stored.seq);
     expect(watched).toEqual([1, 2, 3, 4, 5]);
     expect(reads).toEqual([]);
     // The same run followed without a watch reads the record.
@@ -251,12 +267,18 @@ describe('what an agent streams', () => {
   });
 
   it('stores a burst that arrived whole in slices of at most 100, in order, so readers need not wait for all of it', async () => {
-    const store = await dynamo.freshStore();
+    const store = await stores.freshStore();
     const writes: number[][] = [];
     const appendEvents = store.appendEvents.bind(store);
     store.appendEvents = async (events) => {
       writes.push(events.map((stored) => stored.seq));
       await appendEvents(events);
+    };
+    // The run's closing event is written by its end, first-write-wins.
+    const appendNew = store.appendNew.bind(store);
+    store.appendNew = async (events) => {
+      writes.push(events.map((stored) => stored.seq));
+      return appendNew(events);
     };
     const h = await harness(store);
     h.provider.script = async function* (input) {
@@ -274,7 +296,7 @@ describe('what an agent streams', () => {
   });
 
   it('hands a live reader each event as it is stored, then ends with the run', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     const gate = new Gate();
     h.provider.script = async function* (input) {
       yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };

@@ -1,12 +1,12 @@
 import type { RunAgentInput } from '@ag-ui/core';
 import { describe, expect, it } from 'vitest';
-import { createTasks } from '../../lambdas/core/a2a/tasks.js';
 import type { Principal } from '../../lambdas/core/model.js';
+import type { RunStore } from '../../lambdas/core/ports.js';
 import { userMessage } from '../support/a2a.js';
 import { eventually, Gate, harness, replyEvents, TEST_AGENT, type Harness } from '../support/core-harness.js';
-import { useDynalite } from '../support/dynalite.js';
+import { useStore } from '../support/stores.js';
 
-const dynamo = useDynalite();
+const stores = useStore();
 
 const ALICE: Principal = { id: 'alice', tenant: 'acme' };
 const ALMA: Principal = { id: 'alma', tenant: 'acme' };
@@ -18,7 +18,7 @@ function sendAs(h: Harness, principal: Principal, text: string, extra: Partial<R
 
 /** A harness whose agent holds every run until the gate opens. */
 async function heldHarness(settings: Parameters<typeof harness>[1] = {}) {
-  const h = await harness(await dynamo.freshStore(), settings);
+  const h = await harness(await stores.freshStore(), settings);
   const gate = new Gate();
   h.provider.script = async function* (input) {
     const [started, ...rest] = replyEvents(input, 'done');
@@ -27,6 +27,23 @@ async function heldHarness(settings: Parameters<typeof harness>[1] = {}) {
     yield* rest;
   };
   return { h, gate };
+}
+
+/** The store, noting each call made through it and what it found: what a request read, whatever the ids. */
+function noting(store: RunStore): { store: RunStore; reads: string[] } {
+  const reads: string[] = [];
+  const proxy = new Proxy(store, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        const result: unknown = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        reads.push(`${String(key)} → ${result === undefined ? 'nothing' : Array.isArray(result) ? `${result.length} found` : 'found'}`);
+        return result;
+      };
+    },
+  });
+  return { store: proxy, reads };
 }
 
 describe('threads of tenants', () => {
@@ -54,7 +71,7 @@ describe('threads of tenants', () => {
   });
 
   it('lets principals of one tenant share its threads', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     await sendAs(h, ALICE, 'first');
     await sendAs(h, ALMA, 'second');
     await h.settled();
@@ -78,8 +95,8 @@ describe('threads of tenants', () => {
   });
 
   it("answers another tenant's task id and context id exactly as unknown ones", async () => {
-    const h = await harness(await dynamo.freshStore());
-    const tasks = createTasks(h.gateway.deps);
+    const h = await harness(await stores.freshStore());
+    const { tasks } = h.gateway;
     const message = (fields: Parameters<typeof userMessage>[1] = {}) => userMessage('hi', fields);
     const sent = await tasks.sendMessage({ agentId: TEST_AGENT.id, principal: ALICE, message: message() });
     await h.settled();
@@ -97,11 +114,38 @@ describe('threads of tenants', () => {
     expect(await tasks.listTasks(bob, { contextId: sent.value.root.threadId, view: {} })).toEqual({ ok: true, value: { tasks: [], pageSize: 50, totalSize: 0 } });
     expect(await tasks.listTasks(bob, { view: {} })).toEqual({ ok: true, value: { tasks: [], pageSize: 50, totalSize: 0 } });
   });
+  it("reads for another tenant's task or run exactly what it reads for an unknown id, and is handed nothing of it", async () => {
+    const { store, reads } = noting(await stores.freshStore());
+    const h = await harness(store);
+    const sent = await h.gateway.tasks.sendMessage({ agentId: TEST_AGENT.id, principal: ALICE, message: userMessage('hi') });
+    const run = await sendAs(h, ALICE, 'over AG-UI', { threadId: 'agui-thread' });
+    await h.settled();
+    if (!sent.ok || !run.ok) throw new Error('the runs were not started');
+    const bob = { agentId: TEST_AGENT.id, principal: BOB };
+    const { tasks } = h.gateway;
+    const asks: [string, string, (id: string) => Promise<unknown>][] = [
+      ['GetTask', sent.value.root.runId, (id) => tasks.getTask(bob, id)],
+      ['CancelTask', sent.value.root.runId, (id) => tasks.cancelTask(bob, id)],
+      ['SubscribeToTask', sent.value.root.runId, (id) => tasks.subscribe(bob, id, undefined)],
+      ['ListTaskPushNotificationConfigs', sent.value.root.runId, (id) => tasks.listPushConfigs(bob, id)],
+      ['SendMessage to a task', sent.value.root.runId, (id) => tasks.sendMessage({ ...bob, message: userMessage('mine?', { taskId: id }) })],
+      ['the events of a run', run.value.run.runId, (id) => h.gateway.getRun(id, BOB)],
+      ['cancel a run', run.value.run.runId, (id) => h.gateway.cancelRun(id, BOB)],
+    ];
+    for (const [what, id, ask] of asks) {
+      reads.length = 0;
+      await ask(id);
+      const foreign = reads.splice(0);
+      await ask('unknown-id');
+      expect({ what, reads: foreign }).toEqual({ what, reads: reads.splice(0) });
+      expect({ what, found: foreign.filter((read) => !read.startsWith('getAgent') && !read.endsWith('nothing')) }).toEqual({ what, found: [] });
+    }
+  });
 });
 
 describe("a tenant's limits", () => {
   it('refuses the sixth run of a minute with tenant_rate_limited, says when the next minute starts, and writes nothing', async () => {
-    const h = await harness(await dynamo.freshStore(), { settings: { tenantRunsPerMinute: 5 } });
+    const h = await harness(await stores.freshStore(), { settings: { tenantRunsPerMinute: 5 } });
     h.clock.ms = Date.parse('2026-01-01T00:00:45.000Z');
     for (let i = 0; i < 5; i++) expect(await sendAs(h, ALICE, `run ${i}`, { threadId: `t-${i}` })).toMatchObject({ ok: true });
 
@@ -157,17 +201,17 @@ describe("a tenant's limits", () => {
   });
 
   it('counts no place for a tenant when no limit is set', async () => {
-    const h = await harness(await dynamo.freshStore());
+    const h = await harness(await stores.freshStore());
     await sendAs(h, ALICE, 'free');
     await h.settled();
     expect((await h.store.getRun('run-1'))?.tenantPlace).toBeUndefined();
   });
 
   it('sets the tenants’ places from the queued runs on recovery', async () => {
-    const h = await harness(await dynamo.freshStore(), { settings: { tenantConcurrentRuns: 2 } });
+    const h = await harness(await stores.freshStore(), { settings: { tenantConcurrentRuns: 2 } });
     // What a gateway killed at the wrong moment leaves: a queued run holding a place, and a count past it.
     const input = h.input('left queued');
-    await h.store.createThread({ ...h.thread, agentId: TEST_AGENT.id, createdAt: '2026-01-01T00:00:00.000Z', unsettled: 1, arrivals: 1 });
+    await h.store.createThread({ ...h.thread, agentId: TEST_AGENT.id, createdAt: '2026-01-01T00:00:00.000Z', unsettled: 1, arrivals: 1 }, input.runId);
     await h.store.createRun({
       runId: input.runId,
       threadId: input.threadId,
@@ -182,8 +226,8 @@ describe("a tenant's limits", () => {
       createdAt: '2026-01-01T00:00:00.000Z',
       tenantPlace: true,
     });
-    await h.store.admitTenantRun(h.thread.tenant, { window: 0, places: 2 });
-    await h.store.admitTenantRun(h.thread.tenant, { window: 0, places: 2 });
+    await h.store.admitTenantRun(h.thread.tenant, input.runId, { window: 0, places: 2 });
+    await h.store.admitTenantRun(h.thread.tenant, 'leaked', { window: 0, places: 2 });
     expect(await h.send('refused', { threadId: 'elsewhere' })).toMatchObject({ ok: false, code: 'tenant_concurrency_limited' });
 
     await h.gateway.recover();

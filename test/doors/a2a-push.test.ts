@@ -1,9 +1,10 @@
 import type { TaskPushNotificationConfig } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalGateway } from '../../lambdas/adapters/local/runtime.js';
+import type { LocalGateway } from '../../lambdas/runtimes/local.js';
 import { a2aClient, asTask, BINDINGS, send, userMessage } from '../support/a2a.js';
 import { eventually } from '../support/core-harness.js';
+import { LOCAL_SETTINGS, readSettings } from '../../lambdas/runtimes/settings.js';
 import { startTestGateway } from '../support/gateway.js';
 import { startReceiver, type Received, type Receiver } from '../support/receiver.js';
 
@@ -11,7 +12,7 @@ let gateway: LocalGateway;
 
 beforeAll(async () => {
   // Test-only allowance: the receivers listen on loopback in this process.
-  gateway = await startTestGateway({ push: { allowLoopback: true, attempts: 3, firstRetryMs: 10, timeoutMs: 2_000 } });
+  gateway = await startTestGateway({ pushAllowHttp: true, push: { allowLoopback: true, attempts: 3, firstRetryMs: 10, timeoutMs: 2_000 } });
 });
 afterAll(async () => {
   await gateway?.close();
@@ -114,7 +115,7 @@ describe('push notification delivery', () => {
     try {
       const task = asTask(await client.sendMessage(send(userMessage('nobody hears'), { taskPushNotificationConfig: pushConfig('', broken.url, { id: 'dead' }) })));
       await eventually(async () => {
-        const config = await gateway.gateway.deps.store.getPushConfig(task.id, 'dead');
+        const config = await gateway.store.getPushConfig(task.id, 'dead');
         expect(config?.deadLetter).toMatchObject({ attempts: 3, error: expect.stringContaining('500') });
       });
     } finally {
@@ -127,7 +128,7 @@ describe('push notification delivery', () => {
     try {
       const task = asTask(await client.sendMessage(send(userMessage('go elsewhere'), { taskPushNotificationConfig: pushConfig('', moving.url, { id: 'moved' }) })));
       await eventually(async () => {
-        const config = await gateway.gateway.deps.store.getPushConfig(task.id, 'moved');
+        const config = await gateway.store.getPushConfig(task.id, 'moved');
         expect(config?.deadLetter).toMatchObject({ attempts: 1, error: expect.stringContaining('302') });
       });
     } finally {
@@ -137,19 +138,47 @@ describe('push notification delivery', () => {
 });
 
 describe('push notification targets', () => {
-  it('refuses private, loopback, link-local and non-http targets when no allowance is given', async () => {
+  it('take a loopback http target with FUNDUQ_PUSH_ALLOW_LOOPBACK and FUNDUQ_PUSH_ALLOW_HTTP, which npm start warns of, and still refuse private ones', async () => {
+    const lines: string[] = [];
+    // As npm start reads them (only those settings are taken: the test gateway keeps its port and memory store).
+    const env: Record<string, string> = { FUNDUQ_PUSH_ALLOW_LOOPBACK: 'true', FUNDUQ_PUSH_ALLOW_HTTP: 'true' };
+    const { pushAllowLoopback, pushAllowHttp } = readSettings(LOCAL_SETTINGS, 'env', (name) => env[name]);
+    expect(readSettings(LOCAL_SETTINGS, 'env', () => undefined)).toMatchObject({ pushAllowLoopback: false, pushAllowHttp: false });
+    const local = await startTestGateway({ pushAllowLoopback, pushAllowHttp, log: (line) => lines.push(line) });
+    const receiver = await startReceiver();
+    try {
+      for (const name of Object.keys(env)) {
+        expect(lines.filter((line) => line.includes(name))).toEqual([expect.stringMatching(/^warning: .*for development only/)]);
+      }
+      const client = await a2aClient(local, 'JSONRPC');
+      const task = asTask(await client.sendMessage(send(userMessage('/slow 3'), { returnImmediately: true, taskPushNotificationConfig: pushConfig('', receiver.url) })));
+      await eventually(() => expect(receiver.accepted.map(({ body }) => JSON.stringify(body)).some((b) => b.includes(task.id) && b.includes('TASK_STATE_COMPLETED'))).toBe(true));
+      await expect(client.createTaskPushNotificationConfig(pushConfig(task.id, 'http://10.0.0.7/hook'))).rejects.toMatchObject({ name: 'RequestMalformedError' });
+    } finally {
+      await receiver.close();
+      await local.close();
+    }
+  });
+
+  it('refuses private, loopback, link-local, IPv4-carrying IPv6, http and non-http targets by default', async () => {
     const strict = await startTestGateway();
     try {
       const client = await a2aClient(strict, 'HTTP+JSON');
       const task = asTask(await client.sendMessage(send(userMessage('guard me'))));
       const targets = [
-        'http://127.0.0.1:8080/hook',
-        'http://localhost:8080/hook',
-        'http://10.0.0.7/hook',
-        'http://192.168.1.1/hook',
-        'http://169.254.169.254/latest/meta-data',
-        'http://[::1]/hook',
-        'http://[fd00:ec2::254]/hook',
+        'https://127.0.0.1:8080/hook',
+        'https://localhost:8080/hook',
+        'https://10.0.0.7/hook',
+        'https://192.168.1.1/hook',
+        'https://169.254.169.254/latest/meta-data',
+        'https://[::1]/hook',
+        'https://[fd00:ec2::254]/hook',
+        'https://[::169.254.169.254]/latest',
+        'https://[::127.0.0.1]/hook',
+        'https://[::ffff:0:7f00:1]/hook',
+        'https://[2002:7f00:1::1]/hook',
+        'https://[64:ff9b::10.0.0.1]/hook',
+        'http://93.184.216.34/hook',
         'ftp://example.com/hook',
         'not a url',
       ];
@@ -159,8 +188,11 @@ describe('push notification targets', () => {
         });
       }
       await expect(
-        client.sendMessage(send(userMessage('inline'), { taskPushNotificationConfig: pushConfig('', 'http://10.1.2.3/hook') })),
+        client.sendMessage(send(userMessage('inline'), { taskPushNotificationConfig: pushConfig('', 'https://10.1.2.3/hook') })),
       ).rejects.toMatchObject({ name: 'RequestMalformedError', message: expect.stringContaining('private') });
+      await expect(
+        client.sendMessage(send(userMessage('inline'), { taskPushNotificationConfig: pushConfig('', 'http://93.184.216.34/hook') })),
+      ).rejects.toMatchObject({ name: 'RequestMalformedError', message: expect.stringContaining('only https') });
     } finally {
       await strict.close();
     }

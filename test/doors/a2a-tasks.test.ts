@@ -1,7 +1,7 @@
-import { TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
+import { TaskState, type ListTasksRequest, type StreamResponse, type Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_AGENT, type LocalGateway } from '../../lambdas/adapters/local/runtime.js';
+import { DEMO_AGENT, type LocalGateway } from '../../lambdas/runtimes/local.js';
 import { a2aClient, artifactTexts, asTask, BINDINGS, collect, funduq, send, stateName, summarise, userMessage } from '../support/a2a.js';
 import { readSse, startTestGateway } from '../support/gateway.js';
 
@@ -9,7 +9,7 @@ let gateway: LocalGateway;
 
 beforeAll(async () => {
   gateway = await startTestGateway();
-  await gateway.gateway.deps.store.putAgent({ ...DEMO_AGENT, id: 'other', description: 'another demo agent' });
+  await gateway.store.putAgent({ ...DEMO_AGENT, id: 'other', description: 'another demo agent' });
 });
 afterAll(async () => {
   await gateway?.close();
@@ -79,6 +79,18 @@ describe.each(BINDINGS)('listing tasks over %s', (binding) => {
     expect(seen).toEqual(expect.arrayContaining(mine.map((t) => t.id)));
     expect(seen).not.toContain(elsewhere.id);
     expect(seen.indexOf(mine[2].id)).toBeLessThan(seen.indexOf(mine[0].id));
+  });
+
+  it('lists a context with exactly the arguments a user passes, { contextId }, and reads a status it does not know as no filter', async () => {
+    const first = asTask(await client.sendMessage(send(userMessage('listed by its context'))));
+    const { contextId } = first;
+    const second = asTask(await client.sendMessage(send(userMessage('/ask', { contextId }))));
+    // What a JavaScript caller writes; the stock JSON-RPC transport sends the status it left out as "UNRECOGNIZED".
+    const listed = await client.listTasks({ contextId } as ListTasksRequest);
+    expect(listed.tasks.map((t) => t.id)).toEqual([second.id, first.id]);
+    expect(listed.totalSize).toBe(2);
+    const unknown = await client.listTasks({ contextId, status: TaskState.UNRECOGNIZED } as ListTasksRequest);
+    expect(unknown.tasks.map((t) => t.id)).toEqual([second.id, first.id]);
   });
 
   it('refuses a page token it did not issue with InvalidParams, not a 500', async () => {

@@ -1,7 +1,7 @@
 import type { Task } from '@a2a-js/sdk';
-import type { Client } from '@a2a-js/sdk/client';
+import { ClientFactory, type Client } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_AGENT, type LocalGateway } from '../../lambdas/adapters/local/runtime.js';
+import { DEMO_AGENT, type LocalGateway } from '../../lambdas/runtimes/local.js';
 import { ADDRESSED_RUN_ID_KEY } from '../../lambdas/core/interjection.js';
 import { ANONYMOUS } from '../../lambdas/core/model.js';
 import {
@@ -27,7 +27,7 @@ const clock = new FakeClock(Date.now());
 
 beforeAll(async () => {
   gateway = await startTestGateway({ threadQueueLimit: 2, clock });
-  await gateway.gateway.deps.store.putAgent({ ...DEMO_AGENT, id: 'other', description: 'another demo agent' });
+  await gateway.store.putAgent({ ...DEMO_AGENT, id: 'other', description: 'another demo agent' });
 });
 afterAll(async () => {
   await gateway?.close();
@@ -50,7 +50,7 @@ describe('the A2A agent card', () => {
       description: DEMO_AGENT.description,
       capabilities: { streaming: true, pushNotifications: true },
       supportedInterfaces: expect.arrayContaining([
-        { url: `${gateway.url}/a2a/demo`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+        { url: `${gateway.url}/a2a/demo/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
         { url: `${gateway.url}/a2a/demo/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
       ]),
     });
@@ -58,8 +58,31 @@ describe('the A2A agent card', () => {
     expect(card.skills.length).toBeGreaterThan(0);
   });
 
+  it("is found by the stock ClientFactory from the agent's URL as the gateway shows it, and from every URL the card names", async () => {
+    const shown = `${gateway.url}/a2a/demo/`;
+    const card = await (await fetch(`${shown}.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json();
+    const legacyCard = await (await fetch(`${shown}.well-known/agent-card.json`)).json();
+    const urls = new Set([shown, legacyCard.url, ...card.supportedInterfaces.map((i: { url: string }) => i.url)]);
+    expect(urls).toEqual(new Set([shown, `${shown}rest`]));
+    for (const url of urls) {
+      const client = await new ClientFactory().createFromUrl(url);
+      const task = asTask(await client.sendMessage(send(userMessage(`found from ${url}`))));
+      expect(artifactTexts(task)).toEqual([`echo: found from ${url}`]);
+    }
+  });
+
+  it('answers a client given the agent\'s URL without its "/" with a 404 that says where the card is', async () => {
+    await expect(new ClientFactory().createFromUrl(`${gateway.url}/a2a/demo`)).rejects.toThrow(/a2a\/\.well-known\/agent-card\.json: 404/);
+    const response = await fetch(`${gateway.url}/a2a/.well-known/agent-card.json`);
+    expect(response.status).toBe(404);
+    expect((await response.json()).error.message).toContain('/a2a/{agentId}/.well-known/agent-card.json');
+    // The URL without its "/" is still the agent's JSON-RPC endpoint.
+    const answer = await rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'nope' } });
+    expect((await answer.json()).error.code).toBe(-32001);
+  });
+
   it('lists the skills the registry gives an agent, and the interjection extension when it takes interjections', async () => {
-    await gateway.gateway.deps.store.putAgent({
+    await gateway.store.putAgent({
       ...DEMO_AGENT,
       id: 'skilled',
       takesInterjections: true,
@@ -67,8 +90,9 @@ describe('the A2A agent card', () => {
     });
     const card = await (await fetch(`${gateway.url}/a2a/skilled/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json();
     expect(card.skills).toEqual([{ id: 'echo', name: 'Echo', description: 'says it back', tags: ['demo'], examples: ['hello'] }]);
-    expect(card.capabilities.extensions).toEqual([
-      expect.objectContaining({ uri: 'https://github.com/hukaichun/funduq/ext/interjection/v1' }),
+    expect(card.capabilities.extensions.map((e: { uri: string }) => e.uri)).toEqual([
+      'https://github.com/hukaichun/funduq/ext/interjection/v1',
+      'https://github.com/hukaichun/funduq/ext/push-signing/v1',
     ]);
   });
 
@@ -76,7 +100,7 @@ describe('the A2A agent card', () => {
     const behindProxy = await startTestGateway({ publicUrl: 'https://agents.example.com/' });
     try {
       const card = await (await fetch(`${behindProxy.url}/a2a/demo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json();
-      expect(card.supportedInterfaces.map((i: { url: string }) => i.url)).toContain('https://agents.example.com/a2a/demo');
+      expect(card.supportedInterfaces.map((i: { url: string }) => i.url)).toContain('https://agents.example.com/a2a/demo/');
     } finally {
       await behindProxy.close();
     }
@@ -231,9 +255,12 @@ describe.each(BINDINGS)('the A2A door over %s', (binding) => {
     const cancelledQueued = await client.cancelTask({ id: queued.id, tenant: '', metadata: {} });
     expect(stateName(cancelledQueued.status?.state)).toBe('TASK_STATE_CANCELED');
 
+    // A cancel is a request: the task reads WORKING with the request noted until its agent stops,
+    // which on a busy machine can be before the answer is read.
     const cancelling = await client.cancelTask({ id: running.id, tenant: '', metadata: {} });
-    expect(stateName(cancelling.status?.state)).toBe('TASK_STATE_WORKING');
-    expect(funduq(cancelling).cancelRequested).toBe(true);
+    const state = stateName(cancelling.status?.state);
+    expect(['TASK_STATE_WORKING', 'TASK_STATE_CANCELED']).toContain(state);
+    if (state === 'TASK_STATE_WORKING') expect(funduq(cancelling).cancelRequested).toBe(true);
     await eventually(async () => expect(stateName((await client.getTask({ id: running.id, tenant: '' })).status?.state)).toBe('TASK_STATE_CANCELED'));
 
     const waiting = asTask(await client.sendMessage(send(userMessage('/ask'))));
@@ -287,7 +314,7 @@ describe.each(BINDINGS)('the A2A door over %s', (binding) => {
 
 describe('an interjection through A2A', () => {
   it('is dispatched beside the running task it names by request metadata, which keeps running', async () => {
-    await gateway.gateway.deps.store.putAgent({ ...DEMO_AGENT, id: 'joiner', takesInterjections: true });
+    await gateway.store.putAgent({ ...DEMO_AGENT, id: 'joiner', takesInterjections: true });
     const client = await a2aClient(gateway, 'JSONRPC', 'joiner');
     const running = asTask(await client.sendMessage(send(userMessage('/slow 300'), { returnImmediately: true })));
     await eventually(async () => expect(stateName((await client.getTask({ id: running.id, tenant: '' })).status?.state)).toBe('TASK_STATE_WORKING'));
@@ -361,7 +388,6 @@ describe('the A2A wire', () => {
       [await rest('/tasks/nope'), 404, 'NOT_FOUND'],
       [await rest('/tasks/nope?historyLength=x'), 400, 'INVALID_ARGUMENT'],
       [await rest('/tasks?pageToken=forged'), 400, 'INVALID_ARGUMENT'],
-      [await rest('/tasks?status=TASK_STATE_NONSENSE'), 400, 'INVALID_ARGUMENT'],
       [await rest('/tasks/nope:cancel', { method: 'POST' }), 404, 'NOT_FOUND'],
       [await rest('/message:send', { method: 'POST', body: 'x', headers: { 'Content-Type': 'text/plain' } }), 400, 'INVALID_ARGUMENT'],
       [await rest('/tasks', { headers: { 'A2A-Version': '7.0' } }), 400, 'FAILED_PRECONDITION'],

@@ -8,7 +8,7 @@ import { serve, type HttpBindings } from '@hono/node-server';
 import { Hono } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalGateway } from '../../lambdas/adapters/local/runtime.js';
+import type { LocalGateway } from '../../lambdas/runtimes/local.js';
 import { ANONYMOUS } from '../../lambdas/core/model.js';
 import { eventually } from '../support/core-harness.js';
 import { aguiAgent, assistantText, startTestGateway, userMessage } from '../support/gateway.js';
@@ -191,7 +191,7 @@ async function runThrough(agentId: string, text = 'hello', base: { url: string }
 }
 
 async function storedEvents(runId: string): Promise<Event[]> {
-  return (await gateway.gateway.deps.store.readEvents(runId, 0)).map((stored) => stored.event);
+  return (await gateway.store.readEvents(runId, 0)).map((stored) => stored.event);
 }
 
 describe('an AG-UI agent registered by its URL', () => {
@@ -370,6 +370,12 @@ describe('the admin routes', () => {
     ['id', { id: 'another-agent' }],
     ['timeoutSeconds', { timeoutSeconds: -1 }],
     ['idleTimeoutSeconds', { idleTimeoutSeconds: 'soon' }],
+    // Numbers no store keeps (DynamoDB: 1e-130 to 1e125) or no timer holds (Node: 24.8 days), found by the fuzz.
+    ['timeoutSeconds', { timeoutSeconds: 1.1394047562949023e-197 }],
+    ['idleTimeoutSeconds', { idleTimeoutSeconds: 1e300 }],
+    ['timeoutSeconds', { timeoutSeconds: 30 * 86_400 }],
+    ['prices.perRun', { prices: { currency: 'USD', perRun: 1e-200 } }],
+    ['prices.perThousandTokens.*.input', { prices: { currency: 'USD', perThousandTokens: { '*': { input: 1e200 } } } }],
     ['headers.bad header', { headers: { 'bad header': 'x' } }],
     ['headers.X-Injected', { headers: { 'X-Injected': 'a\r\nSet-Cookie: b' } }],
     ['skills.0.name', { skills: [{ id: 'x', description: 'd', tags: [] }] }],

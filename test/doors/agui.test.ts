@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventType, type RunAgentResult } from '@ag-ui/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalGateway } from '../../lambdas/adapters/local/runtime.js';
+import type { LocalGateway } from '../../lambdas/runtimes/local.js';
 import { eventually, FakeClock } from '../support/core-harness.js';
 import { aguiAgent, assistantText, readSse, startTestGateway, userMessage } from '../support/gateway.js';
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalGateway } from '../../lambdas/adapters/local/runtime.js';
+import type { LocalGateway } from '../../lambdas/runtimes/local.js';
+import { systemClock } from '../../lambdas/adapters/system-clock.js';
 import type { Principal } from '../../lambdas/core/model.js';
 import { a2aClient, asTask, BINDINGS, send, userMessage as a2aMessage } from '../support/a2a.js';
 import { startHeldAgent, type HeldAgent } from '../support/held-agent.js';
@@ -64,7 +65,7 @@ describe('principals from an API keys file', () => {
         expect(await response.json()).toMatchObject({ error: { code: 'unauthorized' } });
       }
     }
-    expect((await gateway.gateway.deps.store.getRun(input.runId))).toBeUndefined();
+    expect((await gateway.store.getRun(input.runId))).toBeUndefined();
   });
 
   it('takes a key as Authorization: Bearer or as x-api-key; the run records who asked and the agent is told', async () => {
@@ -75,7 +76,7 @@ describe('principals from an API keys file', () => {
     expect(second.events.at(-1)?.data.type).toBe('RUN_FINISHED');
 
     const view = await (await fetch(`${gateway.url}/threads/${threadId}`, { headers: { 'x-api-key': ALICE } })).json();
-    const runs = await Promise.all(view.runs.map((run: { runId: string }) => gateway.gateway.deps.store.getRun(run.runId)));
+    const runs = await Promise.all(view.runs.map((run: { runId: string }) => gateway.store.getRun(run.runId)));
     expect(runs.map((run) => [run?.principal, run?.tenant])).toEqual([
       ['alice', 'acme'],
       ['alma', 'acme'],
@@ -90,6 +91,9 @@ describe('principals from an API keys file', () => {
   it('serves the agent card without a key: it tells a caller which credential to bring', async () => {
     const response = await fetch(`${gateway.url}/a2a/demo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } });
     expect(response.status).toBe(200);
+    // Where a client given the agent's URL without its "/" looks: it is told where the card is, not to bring a key.
+    const misplaced = await fetch(`${gateway.url}/a2a/.well-known/agent-card.json`);
+    expect(misplaced.status).toBe(404);
   });
 
   it("scopes a caller's thread id to its tenant: two tenants' \"shared\" are two threads", async () => {
@@ -107,14 +111,19 @@ describe('principals from an API keys file', () => {
     const task = asTask(await alice.sendMessage(send(a2aMessage('hello'))));
     expect((await alice.getTask({ id: task.id, tenant: '' })).id).toBe(task.id);
     await expect(bob.getTask({ id: task.id, tenant: '' })).rejects.toMatchObject({ name: 'TaskNotFoundError' });
-    expect((await gateway.gateway.deps.store.getRun(task.id))?.principal).toBe('alice');
+    expect((await gateway.store.getRun(task.id))?.principal).toBe('alice');
   });
 });
 
 describe("a tenant's limits over HTTP", () => {
   let limited: LocalGateway;
   beforeAll(async () => {
-    limited = await startTestGateway({ apiKeys: KEYS, tenantRunsPerMinute: 3, tenantConcurrentRuns: 2 });
+    // The rate is counted per clock minute: this gateway's minute starts as the test does, so a
+    // real minute's end cannot fall between the runs that spend it and the one it refuses.
+    const started = Date.now();
+    const minuteStart = Math.floor(started / 60_000) * 60_000 + 1_000;
+    const clock = { ...systemClock, now: () => minuteStart + (Date.now() - started) };
+    limited = await startTestGateway({ apiKeys: KEYS, tenantRunsPerMinute: 3, tenantConcurrentRuns: 2, clock });
   });
   afterAll(async () => {
     await limited?.close();

@@ -1,11 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/core-harness.js';
+import { ClientFactory } from '@a2a-js/sdk/client';
+import { asTask, artifactTexts, send, userMessage as a2aMessage } from '../support/a2a.js';
 import { aguiAgent, assistantText, readFirstSse, readSse, userMessage } from '../support/gateway.js';
+import { readmeBlocks } from '../support/readme.js';
+import { startHeldAgent } from '../support/held-agent.js';
+import { spawnGateway, startChildGateway } from '../support/child-gateway.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const dataDir = mkdtempSync(join(tmpdir(), 'funduq-e2e-'));
@@ -16,35 +21,27 @@ afterAll(() => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-function spawnGateway(env: Record<string, string> = {}): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', FUNDUQ_DATA_DIR: dataDir, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+function spawnOnDataDir(env: Record<string, string> = {}): ChildProcess {
+  const child = spawnGateway({ env: { FUNDUQ_DATA_DIR: dataDir, ...env } });
   children.push(child);
   return child;
 }
 
 /** Starts the gateway as `npm start` does (the same entry point), and waits for its URL. */
-async function start(): Promise<{ url: string; child: ChildProcess; output: () => string }> {
-  const child = spawnGateway();
+async function start(env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; output: () => string }> {
+  const { url, child, output } = await startChildGateway({ env: { FUNDUQ_DATA_DIR: dataDir, ...env } });
+  children.push(child);
+  return { url, child, output };
+}
+
+/** A start expected to fail: its exit code and what it printed, line by line (the SDK's Node notice aside). */
+async function failedStart(env: Record<string, string> = {}): Promise<{ code: number | null; lines: string[] }> {
+  const child = spawnOnDataDir(env);
   let output = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL within 30 s:\n${output}`)), 30_000);
-    const read = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    };
-    child.stdout!.on('data', read);
-    child.stderr!.on('data', read);
-    child.on('exit', (code) => reject(new Error(`exited ${code}:\n${output}`)));
-  });
-  return { url, child, output: () => output };
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, lines: output.split('\n').filter((line) => line.trim() !== '') };
 }
 
 async function view(url: string, threadId: string) {
@@ -112,6 +109,39 @@ describe('npm start', () => {
     await new Promise((resolve) => second.child.once('exit', resolve));
   }, 90_000);
 
+  it('says in one line that the data dir is in use, and by which process, when a second gateway starts on it, and exits non-zero', async () => {
+    const first = await start();
+    try {
+      const second = await failedStart();
+      expect(second.code).not.toBe(0);
+      expect(second.lines).toEqual([
+        `funduq: could not start: the data dir ${dataDir} is in use by process ${first.child.pid} (a funduq started ${second.lines[0]?.match(/started (\S+)\)/)?.[1]}): stop it, or set FUNDUQ_DATA_DIR to another directory`,
+      ]);
+      // The first is untouched.
+      expect((await fetch(`${first.url}/healthz`)).status).toBe(200);
+    } finally {
+      first.child.kill('SIGTERM');
+      await new Promise((resolve) => first.child.once('exit', resolve));
+    }
+  }, 60_000);
+
+  it('says in one line that the port is taken when another process listens on it, and exits non-zero', async () => {
+    const first = await start();
+    const otherDir = mkdtempSync(join(tmpdir(), 'funduq-e2e-other-'));
+    try {
+      const port = new URL(first.url).port;
+      const second = await failedStart({ PORT: port, FUNDUQ_DATA_DIR: otherDir });
+      expect(second.code).not.toBe(0);
+      expect(second.lines).toEqual([
+        `funduq: could not start: port ${port} on 127.0.0.1 is taken by another process: stop it, or set PORT to another port (0 picks a free one)`,
+      ]);
+    } finally {
+      first.child.kill('SIGTERM');
+      await new Promise((resolve) => first.child.once('exit', resolve));
+      rmSync(otherDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it('warns that it is in open mode without FUNDUQ_API_KEYS, and refuses to start with a bad keys file, naming it and the field', async () => {
     const open = await start();
     expect(open.output()).toContain('open mode');
@@ -120,7 +150,7 @@ describe('npm start', () => {
 
     const file = join(dataDir, 'keys.json');
     writeFileSync(file, JSON.stringify({ 'key-0123456789': { principal: 'alice' } }));
-    const child = spawnGateway({ FUNDUQ_API_KEYS: file });
+    const child = spawnOnDataDir({ FUNDUQ_API_KEYS: file });
     let output = '';
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
@@ -129,4 +159,85 @@ describe('npm start', () => {
     expect(output).toContain('tenant: Required');
     expect(output).not.toContain('key-0123456789');
   }, 60_000);
+
+  it("prints an A2A URL the stock client takes as it is, and the README's client snippets run against it as written", async () => {
+    // As the README's push try-out starts it.
+    const gateway = await start({ FUNDUQ_PUSH_ALLOW_LOOPBACK: 'true', FUNDUQ_PUSH_ALLOW_HTTP: 'true' });
+    try {
+      expect(gateway.output()).toContain('warning: FUNDUQ_PUSH_ALLOW_LOOPBACK is on');
+      expect(gateway.output()).toContain('warning: FUNDUQ_PUSH_ALLOW_HTTP is on');
+      const printed = /A2A\s+(http:\/\/\S+)/.exec(gateway.output())?.[1];
+      expect(printed).toBe(`${gateway.url}/a2a/demo/`);
+      const client = await new ClientFactory().createFromUrl(printed!);
+      expect(artifactTexts(asTask(await client.sendMessage(send(a2aMessage('hello from the banner')))))).toEqual(['echo: hello from the banner']);
+
+      // Each JavaScript snippet as a user runs it: a .mjs file of its own, beside the project's node_modules.
+      const snippets = readmeBlocks().filter((block) => block.lang === 'js' && block.text.includes('http://127.0.0.1:8787/'));
+      expect(snippets.map((block) => block.section)).toEqual(expect.arrayContaining(['A 30-second tour', 'Try it on one machine (two minutes)']));
+      expect(snippets).toHaveLength(3);
+      const dir = mkdtempSync(join(ROOT, 'node_modules', '.readme-'));
+      try {
+        for (const [i, snippet] of snippets.entries()) {
+          const file = join(dir, `snippet-${i}.mjs`);
+          writeFileSync(file, snippet.text.replaceAll('http://127.0.0.1:8787', gateway.url));
+          // What a snippet says on stderr (the push try-out's progress) stays with it: a failure shows it in its error.
+          const said = execFileSync(process.execPath, [file], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
+          // Each snippet ends with a console.log whose comment says what it prints.
+          const expected = /\/\/ (.+)$/.exec(snippet.text.trim().split('\n').at(-1)!)?.[1].replace(/^"|"$/g, '');
+          expect({ line: snippet.line, said: said.trim() }).toEqual({ line: snippet.line, said: expected });
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    } finally {
+      gateway.child.kill('SIGTERM');
+      await new Promise((resolve) => gateway.child.once('exit', resolve));
+    }
+  }, 60_000);
+
+  it("puts an agent behind it without opening a port, as the README's steps say: a key pair, the registration, the SDK snippet", async () => {
+    const gateway = await start();
+    const agent = await startHeldAgent();
+    agent.release();
+    const blocks = readmeBlocks().filter((block) => block.section === 'Put an agent behind funduq without opening a port');
+    const dir = mkdtempSync(join(ROOT, '.readme-provider-'));
+    let provider: ChildProcess | undefined;
+    try {
+      const funduqKey = /funduq's public key (\S+)\)/.exec(gateway.output())?.[1];
+      expect(funduqKey).toBe(((await (await fetch(`${gateway.url}/admin/link`)).json()) as { publicKey: string }).publicKey);
+      // Step 1, as written: a key pair.
+      const [keygen, register] = blocks.filter((block) => block.lang === 'sh');
+      const printed = execFileSync('sh', ['-c', keygen.text], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+      const [privateKey, publicKey] = [/privateKey: '([^']+)'/, /publicKey: '([^']+)'/].map((pattern) => pattern.exec(printed)?.[1]);
+      // Step 2, as written, with that key and this gateway's URL.
+      // curl's progress meter goes to stderr: held here, not left on the runner's output.
+      const registered = execFileSync('sh', ['-c', register.text.replace('<the publicKey printed above>', publicKey!).replaceAll('http://127.0.0.1:8787', gateway.url)], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 30_000,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, FUNDUQ_ADMIN_TOKEN: '' },
+      });
+      expect(JSON.parse(registered)).toMatchObject({ publicKey });
+      // Step 3, as written, in a file of the checkout, its agent this test's stock AG-UI agent.
+      const snippet = blocks.find((block) => block.lang === 'ts')!;
+      const file = join(dir, 'provider.ts');
+      writeFileSync(file, snippet.text.replace('ws://127.0.0.1:8787', gateway.url.replace('http', 'ws')).replace('http://127.0.0.1:8000/agent', agent.url));
+      provider = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, PROVIDER_KEY: privateKey, FUNDUQ_KEY: funduqKey }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let said = '';
+      let complained = '';
+      provider.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()));
+      provider.stderr!.on('data', (chunk: Buffer) => (complained += chunk.toString()));
+      await eventually(() => expect(said.trim(), complained).toBe(/\/\/ (.+)$/.exec(snippet.text.trim().split('\n').at(-1)!)?.[1]), 30_000);
+      const caller = aguiAgent(gateway, 'e2e-link', 'research');
+      caller.messages = [userMessage('from a caller')];
+      expect(assistantText((await caller.runAgent()).newMessages)).toEqual([`done: ${agent.received[0].runId}`]);
+    } finally {
+      provider?.kill('SIGTERM');
+      await agent.close();
+      rmSync(dir, { recursive: true, force: true });
+      gateway.child.kill('SIGTERM');
+      await new Promise((resolve) => gateway.child.once('exit', resolve));
+    }
+  }, 90_000);
 });

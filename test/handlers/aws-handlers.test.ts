@@ -1,26 +1,30 @@
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { SendMessageRequest, type TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SFNClient, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { SendMessageCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { Context, DynamoDBRecord, DynamoDBStreamEvent, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { handle, streamHandle } from 'hono/aws-lambda';
+import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DynamoRunStore } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
 import { RUN_EVENTS_TABLE, RUNS_TABLE, type TableNames } from '../../lambdas/adapters/aws/dynamodb/tables.js';
 import { localDynamoClient } from '../../lambdas/adapters/local/dynalite.js';
-import { DEMO_AGENT } from '../../lambdas/adapters/local/runtime.js';
+import { DEMO_AGENT } from '../../lambdas/runtimes/local.js';
 import { ADDRESSED_RUN_ID_KEY } from '../../lambdas/core/interjection.js';
 import { createAskExpirer } from '../../lambdas/handlers/ask-expirer.js';
 import { createDispatcher } from '../../lambdas/handlers/dispatcher.js';
-import { ENV } from '../../lambdas/handlers/environment.js';
+import { ENV } from '../../lambdas/runtimes/environment.js';
 import { changesIn, createStreamHandler } from '../../lambdas/handlers/stream-handler.js';
-import { doorsApp, readSecretFromExtension, type Environment } from '../../lambdas/handlers/wiring.js';
+import { readSecretFromExtension, type Environment } from '../../lambdas/runtimes/aws.js';
+import { doorsApp } from '../../lambdas/runtimes/aws-doors.js';
 import { send, userMessage } from '../support/a2a.js';
 import { useDynalite } from '../support/dynalite.js';
 import { startReceiver, type Received } from '../support/receiver.js';
@@ -29,6 +33,7 @@ const dynamo = useDynalite();
 const sqs = mockClient(SQSClient);
 const sfn = mockClient(SFNClient);
 const lambda = mockClient(LambdaClient);
+const secrets = mockClient(SecretsManagerClient);
 const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/threads.fifo';
 const STATE_MACHINE = 'arn:aws:states:eu-west-1:123456789012:stateMachine:AskWaiter';
 const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -51,6 +56,7 @@ afterEach(() => {
   sqs.reset();
   sfn.reset();
   lambda.reset();
+  secrets.reset();
   vi.restoreAllMocks();
 });
 
@@ -141,7 +147,8 @@ type RpcTask = { id: string; status: { state: string }; artifacts?: Array<{ part
 async function sendThroughDoors(w: Awaited<ReturnType<typeof wired>>, text: string, config?: TaskPushNotificationConfig): Promise<RpcTask> {
   const dispatched = deliverTo(createDispatcher({ env: w.env, clients: w.clients }));
   const doors = streamHandle(doorsApp({ env: w.env, clients: w.clients, push: LOOPBACK_PUSH }));
-  const body = await stream(doors, restEvent('POST', '/a2a/demo', sendMessageRpc(text, config), {}, { 'a2a-version': '1.0' }));
+  // At the agent's URL as its card names it, with its "/".
+  const body = await stream(doors, restEvent('POST', '/a2a/demo/', sendMessageRpc(text, config), {}, { 'a2a-version': '1.0' }));
   await Promise.all(dispatched);
   const answer = JSON.parse(body) as { id: string; result?: { task?: RpcTask }; error?: unknown };
   expect(answer).toMatchObject({ jsonrpc: '2.0', id: 'send-1', result: { task: { id: expect.any(String) } } });
@@ -446,7 +453,7 @@ describe('the AWS handlers', () => {
     const card = JSON.parse(response.body) as { supportedInterfaces: Array<{ url: string; protocolBinding: string }>; capabilities: { pushNotifications: boolean } };
     expect(card.supportedInterfaces.map((i) => [i.protocolBinding, i.url])).toEqual(
       expect.arrayContaining([
-        ['JSONRPC', `${publicUrl}a2a/demo`],
+        ['JSONRPC', `${publicUrl}a2a/demo/`],
         ['HTTP+JSON', `${publicUrl}a2a/demo/rest`],
       ]),
     );
@@ -474,6 +481,41 @@ describe('the AWS handlers', () => {
       expect(text).toBe(task.artifacts?.flatMap((artifact) => artifact.parts.map((part) => part.text)).join(''));
       expect(receiver.accepted.every(({ body }) => JSON.stringify(body).includes(task.id))).toBe(true);
       expect(receiver.accepted[0].headers).toMatchObject({ 'x-a2a-notification-token': 'let-me-in', 'content-type': 'application/a2a+json' });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('sign the stream handler’s pushes with the keys the doors publish, both derived from the stack’s secret, read once and again after a failed read', async () => {
+    const receiver = await startReceiver();
+    try {
+      const publicUrl = 'https://abc123.execute-api.eu-west-1.amazonaws.com/v1/';
+      const secretArn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:PushSigningSeed-abc';
+      secrets.on(GetSecretValueCommand, { SecretId: secretArn }).rejectsOnce(new Error('throttled')).resolves({ SecretString: 'q'.repeat(64) });
+      const w = await wired({ [ENV.pushSigningSecretArn]: secretArn, [ENV.publicUrl]: publicUrl });
+      const clients = { ...w.clients, secretsManager: new SecretsManagerClient({ region: 'eu-west-1', credentials: CREDENTIALS }) };
+      await sendThroughDoors(w, 'signed on AWS', pushConfig(receiver.url));
+      const handler = createStreamHandler({ env: w.env, clients, push: LOOPBACK_PUSH });
+      const { events } = await streamsOf(w.clients.dynamodb, w.tables);
+
+      // The secret could not be read: nothing is sent unsigned, and the change is tried again.
+      await expect(handler(events, lambdaContext())).resolves.toEqual({ batchItemFailures: [{ itemIdentifier: '100' }] });
+      expect(receiver.received).toEqual([]);
+      await expect(handler(events, lambdaContext())).resolves.toEqual({ batchItemFailures: [] });
+      expect(receiver.accepted.length).toBeGreaterThan(0);
+
+      const doors = buffered(doorsApp({ env: w.env, clients }));
+      const card = JSON.parse((await doors(restEvent('GET', '/a2a/demo/.well-known/agent-card.json', undefined, {}, { 'a2a-version': '1.0' }))).body);
+      const extension = card.capabilities.extensions.find((e: { uri: string }) => e.uri.endsWith('/ext/push-signing/v1'));
+      expect(extension.params.jwksUrl).toBe(`${publicUrl}.well-known/jwks.json`);
+      const published = await doors(restEvent('GET', '/.well-known/jwks.json'));
+      expect(published.statusCode).toBe(200);
+      const keys = createLocalJWKSet(JSON.parse(published.body));
+      for (const push of receiver.accepted) {
+        const { payload } = await jwtVerify(String(push.headers['x-funduq-notification-jwt']), keys, { algorithms: ['ES256'], audience: receiver.url, issuer: publicUrl });
+        expect(payload.request_body_sha256).toBe(createHash('sha256').update(push.raw).digest('hex'));
+      }
+      expect(secrets.commandCalls(GetSecretValueCommand)).toHaveLength(3);
     } finally {
       await receiver.close();
     }

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { describe, expect, it } from 'vitest';
-import { ENV } from '../../lambdas/handlers/environment.js';
-import { principalResolver } from '../../lambdas/handlers/wiring.js';
+import { ENV } from '../../lambdas/runtimes/environment.js';
+import { principalResolver } from '../../lambdas/runtimes/aws.js';
 
 /** A request as API Gateway hands it to the doors: what its authorizer established, on a caller route. */
 function request(requestContext: object): Context {

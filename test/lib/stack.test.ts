@@ -3,15 +3,15 @@ import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { FunduqStack, settingsFromContext, type FunduqSettings } from '../../lib/funduq-stack.js';
 import { RUN_EVENTS_TABLE, RUNS_TABLE } from '../../lambdas/adapters/aws/dynamodb/tables.js';
-import { ENV } from '../../lambdas/handlers/environment.js';
-import { DELIVERY_MARGIN_MS, longestSendMs, PUSH_SENDER_SETTINGS } from '../../lambdas/handlers/push-delivery.js';
+import { ENV } from '../../lambdas/runtimes/environment.js';
+import { DELIVERY_MARGIN_MS, longestSendMs, PUSH_SENDER_SETTINGS } from '../../lambdas/runtimes/push-delivery.js';
 
 type Resource = { Type: string; Properties: Record<string, any> };
 
 const USER_POOL_ARN = 'arn:aws:cognito-idp:eu-west-1:123456789012:userpool/eu-west-1_Example';
 
 /**
- * Bundling the five functions is esbuild's job and `npx cdk synth` covers it; here the stack's
+ * Bundling the ten functions is esbuild's job and `npx cdk synth` covers it; here the stack's
  * shape is what is asserted, so bundling is skipped (the documented `aws:cdk:bundling-stacks`).
  */
 function synth(settings: Partial<FunduqSettings> = {}): { stack: FunduqStack; template: Template } {
@@ -90,9 +90,9 @@ describe('the thread queue', () => {
     expect(queues[dlqId].Properties.FifoQueue).toBe(true);
   });
 
-  it('keeps a message invisible for longer than the dispatcher may run', () => {
+  it('keeps a message invisible for six times the dispatcher’s timeout, as AWS asks of a Lambda event source', () => {
     const dispatcher = resources(template, 'AWS::Lambda::Function')[functionId(template, 'dispatcher')];
-    expect(main.Properties.VisibilityTimeout).toBeGreaterThan(dispatcher.Properties.Timeout);
+    expect(main.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(6 * dispatcher.Properties.Timeout);
   });
 
   it('takes its retry count from the settings', () => {
@@ -179,6 +179,7 @@ describe('the doors API', () => {
     'GET /agui/{agentId}/runs/{runId}/events',
     'POST /a2a/{agentId}',
     'ANY /a2a/{agentId}/rest/{proxy+}',
+    'GET /admin/usage/export',
   ])('streams %s from the response-streaming function, for up to 15 minutes', (route) => {
     const integration = routes.get(route)?.Integration;
     expect(integration).toMatchObject({ Type: 'AWS_PROXY', ResponseTransferMode: 'STREAM', TimeoutInMillis: 900_000 });
@@ -191,6 +192,10 @@ describe('the doors API', () => {
     'ANY /agui/{agentId}/{proxy+}',
     'ANY /agui/{agentId}/runs/{runId}/{proxy+}',
     'ANY /a2a/{agentId}/{proxy+}',
+    'ANY /admin/{proxy+}',
+    'ANY /admin/usage',
+    'ANY /admin/usage/{proxy+}',
+    'ANY /admin/usage/export',
     'GET /a2a/{agentId}/.well-known/agent-card.json',
     'GET /healthz',
   ])('buffers %s through the buffered function', (route) => {
@@ -209,7 +214,7 @@ describe('the doors API', () => {
     template.resourceCountIs('AWS::ApiGateway::ApiKey', 1);
     template.resourceCountIs('AWS::ApiGateway::UsagePlanKey', 1);
     for (const [route, method] of routes) {
-      const open = /agent-card|healthz|readyz/.test(route);
+      const open = /agent-card|jwks|healthz|readyz/.test(route);
       expect([route, method.ApiKeyRequired === true]).toEqual([route, !open]);
     }
   });
@@ -266,6 +271,30 @@ describe('the doors API', () => {
   });
 });
 
+describe('push signing', () => {
+  const { template } = defaults;
+
+  it('derives every key from one generated secret that the stream handler signs with and the doors publish, and no other function reads', () => {
+    const [seed] = only(template, 'AWS::SecretsManager::Secret', { GenerateSecretString: Match.objectLike({ PasswordLength: 64 }) });
+    const all = resources(template, 'AWS::Lambda::Function');
+    for (const name of ['stream-handler', 'doors', 'doors-stream', 'dispatcher', 'ask-expirer']) {
+      const told = all[functionId(template, name)].Properties.Environment.Variables[ENV.pushSigningSecretArn];
+      const reads = statementsOf(template, name).filter((s) => JSON.stringify(s.Action).includes('secretsmanager:GetSecretValue') && JSON.stringify(s.Resource).includes(seed));
+      const uses = ['stream-handler', 'doors', 'doors-stream'].includes(name);
+      expect([name, told, reads.length > 0]).toEqual([name, uses ? { Ref: seed } : undefined, uses]);
+    }
+  });
+
+  it.each([{}, { apiAuth: 'jwt' as const, jwtUserPoolArn: USER_POOL_ARN }])('publishes the keys at GET /.well-known/jwks.json with no credential, from the buffered doors (%o)', (settings) => {
+    const { template: t } = synth(settings);
+    const jwks = methods(t).get('GET /.well-known/jwks.json');
+    expect(jwks).toMatchObject({ AuthorizationType: 'NONE', Integration: { Type: 'AWS_PROXY' } });
+    expect(jwks?.ApiKeyRequired).not.toBe(true);
+    expect(JSON.stringify(jwks?.Integration.Uri)).toContain(functionId(t, 'doors'));
+    expect(JSON.stringify(jwks?.Integration.Uri)).not.toContain(functionId(t, 'doors-stream'));
+  });
+});
+
 describe('the dispatcher', () => {
   const { template } = defaults;
 
@@ -277,13 +306,135 @@ describe('the dispatcher', () => {
     });
   });
 
-  it('is capped by its reserved concurrency, and the poller never invokes beyond it', () => {
+  it('is bounded by the event source’s maximum concurrency, reserving none unless asked to', () => {
     const { template: custom } = synth({ dispatcherConcurrency: 4 });
-    custom.hasResourceProperties('AWS::Lambda::Function', {
-      Environment: { Variables: Match.objectLike({ FUNDUQ_FUNCTION: 'dispatcher' }) },
-      ReservedConcurrentExecutions: 4,
-    });
     custom.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 1, ScalingConfig: { MaximumConcurrency: 4 } });
+    for (const fn of Object.values(resources(custom, 'AWS::Lambda::Function'))) {
+      expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
+    }
+    const { template: reserved } = synth({ dispatcherConcurrency: 4, dispatcherReservedConcurrency: 6 });
+    reserved.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ FUNDUQ_FUNCTION: 'dispatcher' }) },
+      ReservedConcurrentExecutions: 6,
+    });
+    expect(() => synth({ dispatcherConcurrency: 4, dispatcherReservedConcurrency: 4 })).toThrow(/dispatcherReservedConcurrency.*more than dispatcherConcurrency/);
+  });
+
+  it('starts no function with source maps enabled (they slow a cold start’s import)', () => {
+    for (const fn of Object.values(resources(template, 'AWS::Lambda::Function'))) {
+      expect(fn.Properties.Environment.Variables.NODE_OPTIONS ?? '').not.toContain('--enable-source-maps');
+    }
+  });
+});
+
+describe('the dead letters', () => {
+  const { template } = defaults;
+
+  it('are read from the thread queue’s dead-letter queue by a function of their own, a failed message reported back', () => {
+    const queues = resources(template, 'AWS::SQS::Queue');
+    const [deadLetterQueue] = Object.entries(queues).find(([id]) => id.startsWith('ThreadQueueDeadLetters'))!;
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: functionId(template, 'dead-letters') },
+      EventSourceArn: { 'Fn::GetAtt': [deadLetterQueue, 'Arn'] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  });
+
+  it('let their function read and end a run on the record, and let go of a link run’s message, and nothing else: no queue to send to, no timer, no agent, no secret', () => {
+    const [runs] = only(template, 'AWS::DynamoDB::Table', { KeySchema: Match.arrayWith([{ AttributeName: RUNS_TABLE.sortKey, KeyType: 'RANGE' }]) });
+    const [runEvents] = only(template, 'AWS::DynamoDB::Table', {
+      KeySchema: Match.arrayWith([{ AttributeName: RUN_EVENTS_TABLE.sortKey, KeyType: 'RANGE' }]),
+    });
+    const statements = statementsOf(template, 'dead-letters');
+    const on = (table: string) =>
+      statements
+        .filter((s) => JSON.stringify(s.Resource).includes(`"${table}"`))
+        .flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]))
+        .filter((a) => a.startsWith('dynamodb:'))
+        .sort();
+    expect(on(runs)).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    expect(on(runEvents)).toEqual(['dynamodb:PutItem', 'dynamodb:Query']);
+    const sqsStatements = statementsOf(template, 'dead-letters').filter((s) => JSON.stringify(s.Action).includes('sqs:'));
+    const onQueue = (dead: boolean) => sqsStatements.filter((s) => JSON.stringify(s.Resource).includes('ThreadQueueDeadLetters') === dead).flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action])).sort();
+    // What the event source needs of its queue; of the thread queue, a held message's delete.
+    expect(onQueue(true)).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage']);
+    expect(onQueue(false)).toEqual(['sqs:DeleteMessage']);
+    const others = actionsOf(template, 'dead-letters').filter((a) => !a.startsWith('dynamodb:') && !a.startsWith('logs:') && !a.startsWith('xray:') && !a.startsWith('sqs:'));
+    expect(others).toEqual([]);
+  });
+});
+
+describe('the repair', () => {
+  const { template } = defaults;
+
+  it('reads the runs table’s stream from its oldest change, invoked only for run items queued or settled, and parks a change it keeps failing on', () => {
+    const [mapping] = Object.values(resources(template, 'AWS::Lambda::EventSourceMapping')).filter(
+      (m) => m.Properties.FunctionName.Ref === functionId(template, 'repair'),
+    );
+    expect(mapping.Properties).toMatchObject({ StartingPosition: 'TRIM_HORIZON', BisectBatchOnFunctionError: true, MaximumRetryAttempts: 10, FunctionResponseTypes: ['ReportBatchItemFailures'] });
+    expect(JSON.stringify(mapping.Properties.EventSourceArn)).toContain('StoreRuns');
+    const pattern = JSON.parse(mapping.Properties.FilterCriteria.Filters[0].Pattern);
+    expect(pattern).toEqual({ eventName: ['INSERT', 'MODIFY'], dynamodb: { NewImage: { status: { S: ['queued', 'completed', 'failed', 'cancelled'] } } } });
+    expect(JSON.stringify(mapping.Properties.DestinationConfig)).toContain('RepairFailures');
+  });
+
+  it('lets the repair write what a run’s change calls for and nothing else: the run’s items, a message to the thread queue and a settled run’s message deleted, an ask timer', () => {
+    const statements = statementsOf(template, 'repair');
+    const dynamo = (table: string) =>
+      statements
+        .filter((s) => JSON.stringify(s.Resource).includes(`"${table}`))
+        .flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]))
+        .filter((a) => a.startsWith('dynamodb:') && !/Stream|GetRecords|GetShardIterator/.test(a))
+        .sort();
+    expect(dynamo('StoreRuns')).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    expect(dynamo('StoreRunEvents')).toEqual(['dynamodb:PutItem']);
+    const actions = actionsOf(template, 'repair');
+    expect(actions.filter((a) => a.startsWith('states:'))).toEqual(['states:StartExecution']);
+    // SendMessage to the thread queue (a queued run's message) and to its own failure queue (the event source's destination).
+    const sends = statements.filter((s) => JSON.stringify(s.Action).includes('sqs:SendMessage')).map((s) => JSON.stringify(s.Resource));
+    expect(sends).toHaveLength(2);
+    expect(sends.some((r) => r.includes('ThreadQueue') && !r.includes('DeadLetters'))).toBe(true);
+    expect(sends.some((r) => r.includes('RepairFailures'))).toBe(true);
+    // DeleteMessage on the thread queue alone: a settled run's message, whose dispatcher may have died.
+    const deletes = statements.filter((s) => JSON.stringify(s.Action).includes('sqs:DeleteMessage')).map((s) => JSON.stringify(s.Resource));
+    expect(deletes).toHaveLength(1);
+    expect(deletes[0]).toContain('ThreadQueue');
+    expect(deletes[0]).not.toContain('DeadLetters');
+    expect(actions.filter((a) => a.startsWith('sqs:') && !['sqs:SendMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'].includes(a))).toEqual([]);
+    expect(actions.filter((a) => a.startsWith('lambda:') || a.startsWith('secretsmanager:'))).toEqual([]);
+  });
+});
+
+describe('the sweep', () => {
+  const { template } = defaults;
+
+  it('runs every arrivalSweepMinutes (5 by default), told to act only on requests older than the doors’ timeout and a minute', () => {
+    const [ruleId, rule] = only(template, 'AWS::Events::Rule');
+    expect(rule.Properties.ScheduleExpression).toBe('rate(5 minutes)');
+    expect(rule.Properties.Targets).toHaveLength(1);
+    expect(rule.Properties.Targets[0]).toMatchObject({ Arn: { 'Fn::GetAtt': [functionId(template, 'sweep'), 'Arn'] }, RetryPolicy: { MaximumRetryAttempts: 0 } });
+    expect(JSON.parse(rule.Properties.Targets[0].Input)).toEqual({ olderThanSeconds: 16 * 60 });
+    const doorsTimeout = resources(template, 'AWS::Lambda::Function')[functionId(template, 'doors-stream')].Properties.Timeout;
+    expect(JSON.parse(rule.Properties.Targets[0].Input).olderThanSeconds).toBeGreaterThan(doorsTimeout);
+    const [, permission] = only(template, 'AWS::Lambda::Permission', { Principal: 'events.amazonaws.com' });
+    expect(permission.Properties.SourceArn).toEqual({ 'Fn::GetAtt': [ruleId, 'Arn'] });
+    expect(only(synth({ arrivalSweepMinutes: 1 }).template, 'AWS::Events::Rule')[1].Properties.ScheduleExpression).toBe('rate(1 minute)');
+  });
+
+  it('lets the sweep list the notes, read runs, give back places, reopen asks and arm their timers, send to the thread queue, and nothing else', () => {
+    const statements = statementsOf(template, 'sweep');
+    const actions = actionsOf(template, 'sweep');
+    expect(actions.filter((a) => a.startsWith('dynamodb:')).sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    for (const statement of statements.filter((s) => JSON.stringify(s.Action).includes('dynamodb:'))) {
+      expect(JSON.stringify(statement.Resource)).toContain('StoreRuns');
+      expect(JSON.stringify(statement.Resource)).not.toContain('StoreRunEvents');
+    }
+    expect(actions.filter((a) => a.startsWith('states:'))).toEqual(['states:StartExecution']);
+    const sends = statements.filter((s) => JSON.stringify(s.Action).includes('sqs:SendMessage')).map((s) => JSON.stringify(s.Resource));
+    expect(sends).toHaveLength(1);
+    expect(sends[0]).toContain('ThreadQueue');
+    expect(sends[0]).not.toContain('DeadLetters');
+    expect(actions.filter((a) => !/^(dynamodb|states|xray):/.test(a) && !['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'].includes(a))).toEqual([]);
   });
 });
 
@@ -357,6 +508,31 @@ describe('least privilege', () => {
     expect(states).toEqual(['states:StartExecution']);
   });
 
+  it('lets the dispatcher and the doors send to the thread queue and the link’s timer queue, and the doors delete a held message, and nothing else of SQS but the dispatcher’s event source', () => {
+    for (const name of ['dispatcher', 'doors', 'doors-stream']) {
+      const sends = statementsOf(template, name).filter((s) => JSON.stringify(s.Action).includes('sqs:SendMessage'));
+      expect(sends.map((s) => s.Action)).toEqual(['sqs:SendMessage', 'sqs:SendMessage']);
+      expect(sends.map((s) => JSON.stringify(s.Resource))).toEqual([expect.stringContaining('ThreadQueue'), expect.stringContaining('LinkTimerQueue')]);
+    }
+    for (const name of ['doors', 'doors-stream']) {
+      const statements = statementsOf(template, name).filter((s) => JSON.stringify(s.Action).includes('sqs:'));
+      expect(statements.map((s) => [s.Action, JSON.stringify(s.Resource).includes('ThreadQueue')])).toEqual([
+        ['sqs:SendMessage', true],
+        ['sqs:SendMessage', false],
+        ['sqs:DeleteMessage', true],
+      ]);
+    }
+  });
+
+  it('lets the doors read the admin token’s, the push seed’s and the link key’s values, and nothing else of Secrets Manager', () => {
+    for (const name of ['doors', 'doors-stream']) {
+      const reads = statementsOf(template, name).filter((s) => JSON.stringify(s.Action).includes('secretsmanager:'));
+      expect(reads.map((s) => s.Action)).toEqual(['secretsmanager:GetSecretValue', 'secretsmanager:GetSecretValue', 'secretsmanager:GetSecretValue']);
+      expect(reads.map((s) => JSON.stringify(s.Resource))).toEqual([expect.stringContaining('AdminToken'), expect.stringContaining('PushSigningSeed'), expect.stringContaining('LinkKeySecret')]);
+    }
+    expect(actionsOf(template, 'stream-handler').filter((a) => a.startsWith('secretsmanager:'))).toEqual(['secretsmanager:GetSecretValue']);
+  });
+
   it('lets the doors stop a run’s execution (answer, cancel), only on that state machine’s executions', () => {
     for (const door of ['doors', 'doors-stream']) {
       const statements = statementsOf(template, door).filter((s) => JSON.stringify(s.Action).includes('states:'));
@@ -376,6 +552,14 @@ describe('least privilege', () => {
     expect(JSON.stringify(sends.map((s) => s.Resource))).toContain('StreamHandlerFailures');
   });
 
+  it('grants the doors and the dispatcher the store adapter’s calls on both tables and their indexes, and no transactions or batch reads', () => {
+    for (const name of ['doors', 'doors-stream', 'dispatcher']) {
+      const dynamo = [...new Set(actionsOf(template, name).filter((a) => a.startsWith('dynamodb:')))].sort();
+      expect(dynamo).toEqual(['dynamodb:BatchWriteItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:Scan', 'dynamodb:UpdateItem']);
+    }
+    expect([...new Set(actionsOf(template, 'ask-expirer').filter((a) => a.startsWith('dynamodb:')))].sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+  });
+
   it('lets the stream handler read both tables, and write only dead letters on the runs table (UpdateItem)', () => {
     const [runs] = only(template, 'AWS::DynamoDB::Table', { KeySchema: Match.arrayWith([{ AttributeName: RUNS_TABLE.sortKey, KeyType: 'RANGE' }]) });
     const [runEvents] = only(template, 'AWS::DynamoDB::Table', {
@@ -386,9 +570,10 @@ describe('least privilege', () => {
     const actions = (table: string) =>
       statements.filter(on(table)).flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
     const writes = (list: string[]) => list.filter((a) => /dynamodb:(Put|Update|Delete|BatchWrite|PartiQLInsert|PartiQLUpdate|PartiQLDelete)/.test(a));
-    for (const table of [runs, runEvents]) {
-      expect(actions(table)).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query']));
-    }
+    // The streams' own reads (the event source's) are granted on the stream ARNs, apart.
+    const onTable = (list: string[]) => list.filter((a) => a.startsWith('dynamodb:') && !/Stream|GetRecords|GetShardIterator/.test(a)).sort();
+    expect(onTable(actions(runs))).toEqual(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(onTable(actions(runEvents))).toEqual(['dynamodb:Query']);
     expect(writes(actions(runs))).toEqual(['dynamodb:UpdateItem']);
     expect(writes(actions(runEvents))).toEqual([]);
     expect(writes(actionsOf(template, 'stream-handler'))).toEqual(['dynamodb:UpdateItem']);
@@ -396,7 +581,7 @@ describe('least privilege', () => {
 
   it('lets only the doors invoke the dispatcher (interjections beside the message group), and tells them its name', () => {
     const dispatcher = functionId(template, 'dispatcher');
-    for (const name of ['doors', 'doors-stream', 'dispatcher', 'ask-expirer', 'stream-handler']) {
+    for (const name of ['doors', 'doors-stream', 'dispatcher', 'ask-expirer', 'stream-handler', 'dead-letters', 'repair', 'sweep']) {
       const invokes = statementsOf(template, name).filter((s) => JSON.stringify(s.Action).includes('lambda:InvokeFunction'));
       expect([name, invokes.length > 0]).toEqual([name, name.startsWith('doors')]);
       for (const statement of invokes) expect(JSON.stringify(statement.Resource)).toContain(dispatcher);
@@ -408,9 +593,25 @@ describe('least privilege', () => {
     for (const [, fn] of told) expect(fn.Properties.Environment.Variables.FUNDUQ_DISPATCHER_FUNCTION).toEqual({ Ref: dispatcher });
   });
 
+  it('lets the dispatcher invoke the agent functions the agentFunctions setting names, and no others', () => {
+    const { template: hosting } = synth({ agentFunctions: ['travel-agent', 'arn:aws:lambda:eu-west-1:210987654321:function:shared-agent'] });
+    const invokes = statementsOf(hosting, 'dispatcher').filter((s) => JSON.stringify(s.Action).includes('lambda:InvokeFunction'));
+    const inStack = (suffix: string) => ({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:lambda:eu-west-1:123456789012:function:${suffix}`]] });
+    expect(invokes.map((s) => s.Resource)).toEqual([
+      [
+        inStack('travel-agent'),
+        inStack('travel-agent:*'),
+        'arn:aws:lambda:eu-west-1:210987654321:function:shared-agent',
+        'arn:aws:lambda:eu-west-1:210987654321:function:shared-agent:*',
+      ],
+    ]);
+    expect(statementsOf(template, 'dispatcher').filter((s) => JSON.stringify(s.Action).includes('lambda:InvokeFunction'))).toEqual([]);
+  });
+
   it('lets only the doors read the admin token', () => {
-    for (const name of ['doors', 'doors-stream', 'dispatcher', 'ask-expirer', 'stream-handler']) {
-      const reads = actionsOf(template, name).includes('secretsmanager:GetSecretValue');
+    const [adminToken] = only(template, 'AWS::SecretsManager::Secret', { Description: Match.stringLikeRegexp('admin token') });
+    for (const name of ['doors', 'doors-stream', 'dispatcher', 'ask-expirer', 'stream-handler', 'dead-letters', 'repair', 'sweep']) {
+      const reads = statementsOf(template, name).some((s) => JSON.stringify(s.Action).includes('secretsmanager:GetSecretValue') && JSON.stringify(s.Resource).includes(adminToken));
       expect([name, reads]).toEqual([name, name.startsWith('doors')]);
     }
   });
@@ -448,7 +649,7 @@ describe('the functions', () => {
 
   it('run Node.js 22 on arm64 with active tracing, Powertools configured and logs kept 30 days by default', () => {
     const functions = Object.values(resources(template, 'AWS::Lambda::Function'));
-    expect(functions).toHaveLength(5);
+    expect(functions).toHaveLength(10);
     for (const fn of functions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
@@ -471,9 +672,10 @@ describe('the functions', () => {
 
   it('raise an alarm on errors of each function and on the dead-letter queues', () => {
     const alarms = Object.values(resources(template, 'AWS::CloudWatch::Alarm'));
-    expect(alarms.filter((a) => a.Properties.MetricName === 'Errors')).toHaveLength(5);
+    expect(alarms.filter((a) => a.Properties.MetricName === 'Errors')).toHaveLength(10);
     const depth = alarms.filter((a) => a.Properties.MetricName === 'ApproximateNumberOfMessagesVisible');
     expect(JSON.stringify(depth)).toContain('ThreadQueueDeadLetters');
+    expect(JSON.stringify(depth)).toContain('LinkTimerDeadLetters');
     expect(alarms.some((a) => a.Properties.MetricName === 'ExecutionsFailed')).toBe(true);
   });
 
@@ -486,10 +688,106 @@ describe('the functions', () => {
   });
 });
 
+describe('the provider link', () => {
+  const { template } = defaults;
+  const LINKED = ['doors', 'doors-stream', 'dispatcher', 'link', 'link-timer'];
+  const ALL = ['doors', 'doors-stream', 'dispatcher', 'ask-expirer', 'stream-handler', 'dead-letters', 'repair', 'link', 'link-timer'];
+  const onThreadQueue = (resource: unknown) => /"ThreadQueue(?!DeadLetters)/.test(JSON.stringify(resource));
+
+  it('is a WebSocket API whose $connect, $default and $disconnect routes are one function, on an auto-deployed stage `link`', () => {
+    const [apiId] = only(template, 'AWS::ApiGatewayV2::Api', { ProtocolType: 'WEBSOCKET' });
+    const routes = Object.values(resources(template, 'AWS::ApiGatewayV2::Route'));
+    expect(routes.map((r) => r.Properties.RouteKey).sort()).toEqual(['$connect', '$default', '$disconnect']);
+    const integrations = resources(template, 'AWS::ApiGatewayV2::Integration');
+    for (const route of routes) {
+      expect(route.Properties.ApiId).toEqual({ Ref: apiId });
+      const integration = integrations[route.Properties.Target['Fn::Join'][1][1].Ref];
+      expect(integration.Properties).toMatchObject({ IntegrationType: 'AWS_PROXY' });
+      expect(JSON.stringify(integration.Properties.IntegrationUri)).toContain(functionId(template, 'link'));
+    }
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', { ApiId: { Ref: apiId }, StageName: 'link', AutoDeploy: true });
+    // API Gateway waits 29 s for a route's integration.
+    expect(resources(template, 'AWS::Lambda::Function')[functionId(template, 'link')].Properties.Timeout).toBe(29);
+    const permissions = Object.values(resources(template, 'AWS::Lambda::Permission')).filter((p) => JSON.stringify(p.Properties.FunctionName).includes(functionId(template, 'link')));
+    expect(permissions.every((p) => p.Properties.Principal === 'apigateway.amazonaws.com' && JSON.stringify(p.Properties.SourceArn).includes(apiId))).toBe(true);
+  });
+
+  it('derives funduq’s link key from a generated secret that only the functions taking part in the link read, each told its ARN', () => {
+    const [secret] = only(template, 'AWS::SecretsManager::Secret', { Description: Match.stringLikeRegexp('link key') });
+    expect(resources(template, 'AWS::SecretsManager::Secret')[secret].Properties.GenerateSecretString).toMatchObject({ PasswordLength: 56, ExcludePunctuation: true });
+    const all = resources(template, 'AWS::Lambda::Function');
+    for (const name of ALL) {
+      const reads = statementsOf(template, name).filter((s) => JSON.stringify(s.Action).includes('secretsmanager:GetSecretValue') && JSON.stringify(s.Resource).includes(secret));
+      const told = all[functionId(template, name)].Properties.Environment.Variables[ENV.linkKeySecretArn];
+      const takes = LINKED.includes(name);
+      expect([name, reads.length, told]).toEqual([name, takes ? 1 : 0, takes ? { Ref: secret } : undefined]);
+    }
+  });
+
+  it('lets those functions post to and close the connections of this API’s stage only (execute-api:ManageConnections), and no other function', () => {
+    const [apiId] = only(template, 'AWS::ApiGatewayV2::Api', { ProtocolType: 'WEBSOCKET' });
+    for (const name of ALL) {
+      const manage = statementsOf(template, name).filter((s) => JSON.stringify(s.Action).includes('execute-api:'));
+      if (!LINKED.includes(name)) {
+        expect([name, manage]).toEqual([name, []]);
+        continue;
+      }
+      expect(manage.map((s) => s.Action)).toEqual(['execute-api:ManageConnections']);
+      const arns = (manage[0].Resource as unknown[]).map((r) => JSON.stringify(r));
+      expect(arns).toHaveLength(2);
+      expect(arns.every((arn) => arn.includes(`{"Ref":"${apiId}"}`))).toBe(true);
+      expect(arns[0]).toContain('/link/POST/@connections/*');
+      expect(arns[1]).toContain('/link/DELETE/@connections/*');
+    }
+  });
+
+  it('keeps its timers as delayed messages on a standard queue read by the link-timer function, which only the functions taking part in the link send to', () => {
+    const [queueId, queue] = only(template, 'AWS::SQS::Queue', { RedrivePolicy: Match.objectLike({ deadLetterTargetArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('LinkTimerDeadLetters'), 'Arn'] } }) });
+    expect(queue.Properties.FifoQueue).toBeUndefined();
+    expect(queue.Properties).toMatchObject({ VisibilityTimeout: 360, RedrivePolicy: { maxReceiveCount: 10 } });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [queueId, 'Arn'] },
+      FunctionName: { Ref: functionId(template, 'link-timer') },
+      BatchSize: 10,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    for (const name of ALL) {
+      const sends = statementsOf(template, name).filter((s) => JSON.stringify(s.Action).includes('sqs:SendMessage') && JSON.stringify(s.Resource).includes(queueId));
+      expect([name, sends.length]).toEqual([name, LINKED.includes(name) ? 1 : 0]);
+    }
+  });
+
+  it('lets every function that settles runs delete a link run’s held thread-queue message, and the dispatcher keep it in flight', () => {
+    for (const name of ['doors', 'doors-stream', 'dispatcher', 'repair', 'dead-letters', 'link', 'link-timer']) {
+      const deletes = statementsOf(template, name).filter((s) => JSON.stringify(s.Action).includes('sqs:DeleteMessage') && onThreadQueue(s.Resource));
+      expect([name, deletes.length > 0]).toEqual([name, true]);
+    }
+    const keeps = statementsOf(template, 'dispatcher').filter((s) => JSON.stringify(s.Action).includes('sqs:ChangeMessageVisibility'));
+    expect(keeps.some((s) => onThreadQueue(s.Resource))).toBe(true);
+    for (const name of ['ask-expirer', 'stream-handler']) {
+      expect([name, statementsOf(template, name).filter((s) => JSON.stringify(s.Action).includes('sqs:') && onThreadQueue(s.Resource))]).toEqual([name, []]);
+    }
+  });
+
+  it('lets the link’s own functions settle runs as a dispatcher does: the record and arming the ask waiter', () => {
+    for (const name of ['link', 'link-timer']) {
+      const actions = actionsOf(template, name);
+      expect(actions).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'states:StartExecution']));
+      expect(actions.filter((a) => a.startsWith('lambda:'))).toEqual([]);
+    }
+  });
+
+  it('names where providers link (the stage’s wss URL) and the key’s secret in the stack outputs', () => {
+    const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>;
+    expect(JSON.stringify(outputs.LinkUrl.Value)).toMatch(/^\{"Fn::Join":\["",\["wss:\/\/",.*\/link"\]\]\}$/);
+    expect(outputs.LinkKeySecret).toBeDefined();
+  });
+});
+
 describe('the admin token', () => {
   it('is generated by Secrets Manager when none is named, so no value is in the template', () => {
     const { template } = defaults;
-    const [, secret] = only(defaults.template, 'AWS::SecretsManager::Secret');
+    const [, secret] = only(defaults.template, 'AWS::SecretsManager::Secret', { Description: Match.stringLikeRegexp('admin token') });
     expect(secret.Properties.GenerateSecretString).toBeDefined();
     expect(secret.Properties.SecretString).toBeUndefined();
     template.hasOutput('AdminTokenSecret', Match.anyValue());
@@ -497,7 +795,7 @@ describe('the admin token', () => {
 
   it('is referenced by name when one is given, and reaches the doors as an ARN, never as a value', () => {
     const { template } = synth({ adminTokenSecretName: 'team/funduq-admin' });
-    template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+    expect(Object.keys(template.findResources('AWS::SecretsManager::Secret', { Properties: { Description: Match.stringLikeRegexp('admin token') } }))).toEqual([]);
     const doors = resources(template, 'AWS::Lambda::Function')[functionId(template, 'doors')];
     expect(JSON.stringify(doors.Properties.Environment.Variables[ENV.adminTokenSecretArn])).toContain('secret:team/funduq-admin');
     expect(JSON.stringify(template.toJSON())).not.toMatch(/resolve:secretsmanager/);
@@ -508,7 +806,7 @@ describe('the admin token, read at run time', () => {
   it('is read by the doors through the Parameters and Secrets extension, and by no other function', () => {
     const { template } = defaults;
     const all = resources(template, 'AWS::Lambda::Function');
-    for (const name of ['doors', 'doors-stream', 'dispatcher', 'ask-expirer', 'stream-handler']) {
+    for (const name of ['doors', 'doors-stream', 'dispatcher', 'ask-expirer', 'stream-handler', 'dead-letters', 'repair', 'sweep']) {
       const fn = all[functionId(template, name)].Properties;
       const door = name.startsWith('doors');
       expect([name, Boolean(fn.Layers), ENV.adminTokenSecretArn in fn.Environment.Variables]).toEqual([name, door, door]);
@@ -540,7 +838,7 @@ describe('the settings', () => {
     expect(() => settingsFromContext((key) => (key === 'threadQueueLimit' ? 'eight' : undefined))).toThrow(/threadQueueLimit/);
     expect(() => synth({ apiAuth: 'jwt' })).toThrow(/jwtUserPoolArn/);
     expect(() => synth({ logRetentionDays: 8 as FunduqSettings['logRetentionDays'] })).toThrow(/logRetentionDays/);
-    expect(() => synth({ dispatcherConcurrency: 1 })).toThrow(/concurrency/);
+    expect(() => synth({ dispatcherConcurrency: 1 })).toThrow(/dispatcherConcurrency/);
     expect(() => synth({ domainName: 'agents.example.com' })).toThrow(/certificateArn/);
   });
 });

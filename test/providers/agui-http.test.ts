@@ -7,6 +7,8 @@ import { streamSSE } from 'hono/streaming';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RunFailure } from '../../lambdas/core/errors.js';
 import type { Agent } from '../../lambdas/core/model.js';
+import { systemClock } from '../../lambdas/adapters/system-clock.js';
+import { limitedRun } from '../../lambdas/core/relay.js';
 import { AgUiHttpProvider } from '../../lambdas/providers/agui-http.js';
 
 type Event = { type: string } & Record<string, unknown>;
@@ -84,7 +86,7 @@ function agentAt(url: string, limits: Partial<Pick<Agent, 'timeoutSeconds' | 'id
 }
 
 function provider(): AgUiHttpProvider {
-  return new AgUiHttpProvider({ clock: { now: () => Date.now() } });
+  return new AgUiHttpProvider();
 }
 
 async function collect(events: AsyncIterable<unknown>): Promise<Event[]> {
@@ -105,8 +107,9 @@ async function failureOf(events: AsyncIterable<unknown>): Promise<{ failure: Run
   throw new Error(`the run ended without a failure after ${relayed.length} events`);
 }
 
+/** The provider as the core runs it: under the relay's time limits, the same for every provider kind. */
 function run(agent: Agent, signal: AbortSignal = new AbortController().signal): AsyncIterable<unknown> {
-  return provider().run(INPUT, { agent, signal });
+  return limitedRun(provider(), INPUT, { agent, signal, clock: systemClock });
 }
 
 describe('AgUiHttpProvider', { timeout: 5_000 }, () => {

@@ -24,7 +24,7 @@ function demo(options: { chunkDelayMs?: number; slowIntervalMs?: number } = {}) 
 }
 
 function context(signal: AbortSignal = new AbortController().signal): ProviderContext {
-  return { agent: DEMO_AGENT, signal };
+  return { agent: DEMO_AGENT, signal, deadline: NOW + 60_000, heartbeat: () => {} };
 }
 
 function input(messages: Message[], resume?: ResumeEntry[]): RunAgentInput {

@@ -1,16 +1,33 @@
 import type { RunAgentInput } from '@ag-ui/core';
 import { InProcessChangeFeed } from '../../lambdas/adapters/local/change-feed.js';
 import { InProcessThreadQueue } from '../../lambdas/adapters/local/thread-queue.js';
+import { stockClientRules } from '../../lambdas/adapters/agui/stock-client-rules.js';
 import { createGateway, type Gateway } from '../../lambdas/core/gateway.js';
 import { ANONYMOUS, type Agent, type StoredEvent, type ThreadRef } from '../../lambdas/core/model.js';
-import type { AskTimer, Provider, RunStore } from '../../lambdas/core/ports.js';
+import type { AskTimer, LinkedProvider, Provider, ProviderContext, RunStore } from '../../lambdas/core/ports.js';
+import type { LinkDeps } from '../../lambdas/core/link/deps.js';
 import type { CoreSettings } from '../../lambdas/core/settings.js';
 
-/** A clock the test moves by hand, so expiry is tested without sleeping. */
+/** A clock the test moves by hand, so expiry and time limits are tested without sleeping. */
 export class FakeClock {
+  private timers: { at: number; fire: () => void }[] = [];
   constructor(public ms = Date.parse('2026-01-01T00:00:00.000Z')) {}
   now(): number {
     return this.ms;
+  }
+  after(ms: number, fire: () => void): () => void {
+    const timer = { at: this.ms + ms, fire };
+    this.timers.push(timer);
+    return () => {
+      this.timers = this.timers.filter((t) => t !== timer);
+    };
+  }
+  /** Moves time on, firing the timers that fall due. */
+  advance(ms: number): void {
+    this.ms += ms;
+    const due = this.timers.filter((t) => t.at <= this.ms);
+    this.timers = this.timers.filter((t) => t.at > this.ms);
+    for (const timer of due) timer.fire();
   }
 }
 
@@ -31,7 +48,7 @@ type Script = (input: RunAgentInput, signal: AbortSignal) => AsyncIterable<unkno
 export class ScriptedProvider implements Provider {
   calls: RunAgentInput[] = [];
   constructor(public script: Script) {}
-  run(input: RunAgentInput, context: { signal: AbortSignal }): AsyncIterable<unknown> {
+  run(input: RunAgentInput, context: ProviderContext): AsyncIterable<unknown> {
     this.calls.push(input);
     return this.script(input, context.signal);
   }
@@ -72,6 +89,7 @@ export class Gate {
 export interface Harness {
   gateway: Gateway;
   store: RunStore;
+  feed: InProcessChangeFeed;
   clock: FakeClock;
   timer: ManualAskTimer;
   queue: InProcessThreadQueue;
@@ -87,7 +105,15 @@ export interface Harness {
 
 export async function harness(
   store: RunStore,
-  options: { threadQueueLimit?: number; threadId?: string; settings?: Partial<CoreSettings> } = {},
+  options: {
+    threadQueueLimit?: number;
+    threadId?: string;
+    settings?: Partial<CoreSettings>;
+    providers?: Record<string, Provider | LinkedProvider>;
+    link?: (clock: FakeClock) => LinkDeps;
+    /** The thread-queue message each dispatch comes in (an SQS receipt handle on AWS). */
+    receipt?: (runId: string) => string;
+  } = {},
 ): Promise<Harness> {
   const clock = new FakeClock();
   const timer = new ManualAskTimer();
@@ -98,17 +124,20 @@ export async function harness(
     yield* replyEvents(input, `echo: ${lastText(input)}`);
   });
   let n = 0;
+  const feed = new InProcessChangeFeed();
   const gateway = createGateway({
     store,
     queue,
     timer,
-    feed: new InProcessChangeFeed(),
-    providers: { scripted: provider },
+    feed,
+    providers: { scripted: provider, ...options.providers },
+    rules: stockClientRules,
     clock,
     ids: { newId: () => `id-${++n}` },
     settings: { threadQueueLimit: options.threadQueueLimit ?? 8, ...options.settings },
+    ...(options.link ? { link: options.link(clock) } : {}),
   });
-  queue.start((runId, beside) => gateway.dispatchRun(runId, beside));
+  queue.start((runId, beside) => gateway.dispatchRun(runId, { beside, ...(options.receipt ? { receipt: options.receipt(runId) } : {}) }));
   await store.putAgent(TEST_AGENT);
   const threadId = options.threadId ?? 'thread-1';
   let runs = 0;
@@ -123,6 +152,7 @@ export async function harness(
   return {
     gateway,
     store,
+    feed,
     clock,
     timer,
     queue,

@@ -9,7 +9,10 @@ import { ensureTables, localDynamoClient, startDynalite, type LocalDynamo } from
  * One in-memory dynalite for the test file. Every `freshTables()` / `freshStore()` gets tables of
  * its own, so tests share a server but never a row.
  */
-/** How DynamoDB answers one BatchWriteItem call: as asked, part or all of it left unprocessed, or throttled. */
+/**
+ * How DynamoDB answers one write of events (a BatchWriteItem, or a conditional PutItem of one
+ * event): as asked, part or all of a batch left unprocessed, or throttled.
+ */
 export type WriteFault = (call: number, input: BatchWriteCommandInput) => 'pass' | 'leave-half' | 'leave-all' | 'throttle';
 
 export function useDynalite() {
@@ -46,6 +49,10 @@ export function useDynalite() {
     get endpoint(): string {
       return started().dynamo.endpoint;
     },
+    /** A client of the shared dynalite, for reading tables as they are. */
+    get client(): DynamoDBClient {
+      return started().client;
+    },
     freshTables,
     async freshStore(): Promise<DynamoRunStore> {
       return new DynamoRunStore({ client: started().client, tables: await freshTables() });
@@ -59,14 +66,20 @@ export function useDynalite() {
     async storeWithWriteFaults(fault: WriteFault): Promise<DynamoRunStore> {
       const faulty = localDynamoClient(started().dynamo.endpoint);
       faultyClients.push(faulty);
+      const tables = await freshTables();
       let calls = 0;
       faulty.middlewareStack.add(
         (next, context) => async (args) => {
-          if (context.commandName !== 'BatchWriteItemCommand') return next(args);
+          const put = context.commandName === 'PutItemCommand' && (args.input as { TableName?: string }).TableName === tables.runEvents;
+          if (context.commandName !== 'BatchWriteItemCommand' && !put) return next(args);
           calls += 1;
-          const input = args.input as BatchWriteCommandInput;
+          // A put of one event is asked about as a batch of that one event; it cannot be left half done.
+          const input: BatchWriteCommandInput = put
+            ? { RequestItems: { [tables.runEvents]: [{ PutRequest: { Item: (args.input as { Item: Record<string, unknown> }).Item } }] } }
+            : (args.input as BatchWriteCommandInput);
           const [table, requests] = Object.entries(input.RequestItems!)[0];
-          switch (fault(calls, input)) {
+          const answer = fault(calls, input);
+          switch (put && answer !== 'pass' ? 'throttle' : answer) {
             case 'pass':
               return next(args);
             case 'throttle':
@@ -86,7 +99,7 @@ export function useDynalite() {
         },
         { step: 'initialize', name: 'dynamoPushesBack' },
       );
-      return new DynamoRunStore({ client: faulty, tables: await freshTables() });
+      return new DynamoRunStore({ client: faulty, tables });
     },
   };
 }

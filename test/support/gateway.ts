@@ -1,8 +1,9 @@
 import { HttpAgent, type Message } from '@ag-ui/client';
 import { createParser } from 'eventsource-parser';
-import { startLocalGateway, type LocalGateway, type LocalSettings } from '../../lambdas/adapters/local/runtime.js';
+import { startLocalGateway, type LocalGateway, type LocalSettings } from '../../lambdas/runtimes/local.js';
+import { TEST_STORE } from './stores.js';
 
-/** The local gateway on a free loopback port, data in memory unless a dataDir is given. */
+/** The local gateway on a free loopback port, on the store under test (see `TEST_STORE`), data in memory unless a dataDir is given. */
 export function startTestGateway(settings: Partial<LocalSettings> = {}): Promise<LocalGateway> {
   return startLocalGateway({
     host: '127.0.0.1',
@@ -10,6 +11,7 @@ export function startTestGateway(settings: Partial<LocalSettings> = {}): Promise
     threadQueueLimit: 8,
     heartbeatMs: 15_000,
     demoSlowIntervalMs: 20,
+    store: TEST_STORE,
     ...settings,
   });
 }
@@ -50,14 +52,27 @@ export async function readSse(response: Response): Promise<{ events: SseEvent[];
 
 /** Reads the first `count` events of an SSE response and leaves the rest unread (the connection stays open). */
 export async function readFirstSse(response: Response, count: number): Promise<SseEvent[]> {
+  return readSseUntil(response, (_, index) => index + 1 >= count);
+}
+
+/** The events of an SSE response up to the first `until` accepts, read the moment it arrives (the stream is left open). */
+export async function readSseUntil(response: Response, until: (event: SseEvent, index: number) => boolean): Promise<SseEvent[]> {
   const events: SseEvent[] = [];
-  const parser = createParser({ onEvent: (event) => events.push({ id: event.id, data: JSON.parse(event.data) as Record<string, unknown> }) });
+  let found = false;
+  const parser = createParser({
+    onEvent: (event) => {
+      if (found) return;
+      const parsed = { id: event.id, data: JSON.parse(event.data) as Record<string, unknown> };
+      events.push(parsed);
+      found = until(parsed, events.length - 1);
+    },
+  });
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
-  while (events.length < count) {
+  while (!found) {
     const { value, done } = await reader.read();
     if (done) break;
     parser.feed(decoder.decode(value, { stream: true }));
   }
-  return events.slice(0, count);
+  return events;
 }

@@ -5,6 +5,8 @@ export interface Received {
   path: string;
   headers: IncomingHttpHeaders;
   body: Record<string, unknown>;
+  /** The body's bytes as they came, as text: what a signature covers. */
+  raw: string;
 }
 
 export interface Receiver {
@@ -26,7 +28,8 @@ export async function startReceiver(status: (n: number) => number = () => 200): 
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const entry = { path: request.url ?? '', headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') };
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const entry = { path: request.url ?? '', headers: request.headers, body: JSON.parse(raw || '{}'), raw };
       received.push(entry);
       const code = status(received.length);
       if (code >= 200 && code < 300) accepted.push(entry);

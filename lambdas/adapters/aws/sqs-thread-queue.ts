@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
-import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, DeleteMessageCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import type { ThreadQueue } from '../../core/ports.js';
 
@@ -18,31 +17,53 @@ export const besideDispatchSchema = z.object({ funduqDispatchBeside: threadMessa
 export type BesideDispatch = z.infer<typeof besideDispatchSchema>;
 
 /**
+ * How long a link run keeps its message in flight (ChangeMessageVisibility): SQS allows 12 hours
+ * from the receive, and the receive may have come a while before the dispatcher ran (throttled
+ * invokes are retried). A run still going after this takes the message again when it comes back.
+ */
+export const HOLD_SECONDS = 11 * 3600;
+
+/**
  * The thread queue on SQS FIFO: one message group per thread, deduplicated by run id, so the
  * same run enqueued twice (a retried request) is delivered once, and a thread's runs are
- * delivered one at a time in arrival order.
+ * delivered one at a time in arrival order. A message in flight holds its group: a link run
+ * keeps its message in flight (`hold`) while its provider runs it, and its settle deletes it
+ * (`release`), so the thread's next run waits with no dispatcher held. A repair lets a settled
+ * run's message go the same way when its dispatcher died before Lambda deleted it.
  */
 export class SqsThreadQueue implements ThreadQueue {
   constructor(
     private readonly options: {
       client: SQSClient;
       queueUrl: string;
-      /** The dispatcher function, invoked asynchronously for interjections (they bypass the message group). */
-      beside?: { client: LambdaClient; functionName: string };
+      /** How an interjection is handed to a dispatcher beside the message group (`lambdaDispatchBeside`); absent, none is taken. */
+      beside?: (message: ThreadMessage) => Promise<void>;
     },
   ) {}
 
   async dispatchBeside(message: ThreadMessage): Promise<void> {
-    const beside = this.options.beside;
-    if (!beside) throw new Error('interjections need the dispatcher function name (beside) in this queue\'s options');
-    const payload: BesideDispatch = { funduqDispatchBeside: { threadId: message.threadId, runId: message.runId } };
-    await beside.client.send(
-      new InvokeCommand({
-        FunctionName: beside.functionName,
-        InvocationType: 'Event',
-        Payload: new TextEncoder().encode(JSON.stringify(payload)),
-      }),
-    );
+    if (!this.options.beside) throw new Error("interjections need the dispatcher function (beside) in this queue's options");
+    await this.options.beside(message);
+  }
+
+  /** Keeps a received message in flight for `HOLD_SECONDS`; false when it is gone already (its run settled meanwhile). */
+  async hold(receiptHandle: string): Promise<boolean> {
+    try {
+      await this.options.client.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.options.queueUrl, ReceiptHandle: receiptHandle, VisibilityTimeout: HOLD_SECONDS }));
+      return true;
+    } catch (error) {
+      if (isGone(error)) return false;
+      throw error;
+    }
+  }
+
+  async release(receipt: string): Promise<void> {
+    try {
+      await this.options.client.send(new DeleteMessageCommand({ QueueUrl: this.options.queueUrl, ReceiptHandle: receipt }));
+    } catch (error) {
+      // Received again since (its receipt is stale): that receive's dispatcher finds the run settled and lets it go.
+      if (!isGone(error)) throw error;
+    }
   }
 
   async enqueue(message: ThreadMessage): Promise<void> {
@@ -64,4 +85,10 @@ export class SqsThreadQueue implements ThreadQueue {
  */
 export function sqsId(id: string): string {
   return /^[\x21-\x7e]{1,128}$/.test(id) ? id : `sha256-${createHash('sha256').update(id).digest('hex')}`;
+}
+
+/** A receipt handle of a message deleted, or received again since. */
+function isGone(error: unknown): boolean {
+  const name = (error as { name?: string }).name ?? '';
+  return name === 'ReceiptHandleIsInvalid' || name === 'MessageNotInflight';
 }

@@ -11,20 +11,20 @@ export interface AskWaiterInput {
 
 /**
  * The ask timer on Step Functions: one execution of the ask-waiter state machine per waiting
- * run, named after the run. `arm` starts it; `disarm` stops it by that name. Stopping needs no
+ * run, named after the run (and, once its asks were opened again, the round: a name is used once). `arm` starts it; `disarm` stops it by that name. Stopping needs no
  * task token, so nothing has to record one, read it back, or race its recording: the answer's
  * run is enqueued by the core, and the execution has nothing to hand on.
  */
 export class StepFunctionsAskTimer implements AskTimer {
   constructor(private readonly options: { client: SFNClient; stateMachineArn: string }) {}
 
-  async arm(runId: string, expiresAt: string): Promise<void> {
+  async arm(runId: string, expiresAt: string, round = 0): Promise<void> {
     const input: AskWaiterInput = { runId, expiresAt: waitTimestamp(expiresAt) };
     try {
       await this.options.client.send(
         new StartExecutionCommand({
           stateMachineArn: this.options.stateMachineArn,
-          name: executionName(runId),
+          name: executionName(runId, round),
           input: JSON.stringify(input),
         }),
       );
@@ -36,11 +36,11 @@ export class StepFunctionsAskTimer implements AskTimer {
     }
   }
 
-  async disarm(runId: string): Promise<void> {
+  async disarm(runId: string, round = 0): Promise<void> {
     try {
       await this.options.client.send(
         new StopExecutionCommand({
-          executionArn: executionArn(this.options.stateMachineArn, runId),
+          executionArn: executionArn(this.options.stateMachineArn, runId, round),
           cause: 'the asks were answered or cancelled',
         }),
       );
@@ -54,15 +54,23 @@ export class StepFunctionsAskTimer implements AskTimer {
 /**
  * Execution names take 1 to 80 characters and none of whitespace, `<>{}[]?*"#%\^|~\`$&,;:/` or
  * control characters (StartExecution). Run ids may be the caller's, so an id outside the safe
- * alphabet is replaced by its SHA-256, which keeps it stable and distinct.
+ * alphabet is replaced by its SHA-256, which keeps it stable and distinct. A later round (the
+ * asks were opened again) is named `sha256r<round>-` and the run id's SHA-256, so no round's name
+ * is another round's or another run's.
  */
-export function executionName(runId: string): string {
-  return /^[A-Za-z0-9_.=+@-]{1,80}$/.test(runId) ? runId : `sha256-${createHash('sha256').update(runId).digest('hex')}`;
+export function executionName(runId: string, round = 0): string {
+  if (round > 0) return `sha256r${round}-${sha256(runId)}`;
+  // A run id that starts as a stand-in does is named by its hash as well, so no id takes another's stand-in.
+  return /^[A-Za-z0-9_.=+@-]{1,80}$/.test(runId) && !runId.startsWith('sha256') ? runId : `sha256-${sha256(runId)}`;
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
 }
 
 /** arn:aws:states:<region>:<account>:stateMachine:<name> → …:execution:<name>:<execution> */
-export function executionArn(stateMachineArn: string, runId: string): string {
-  return `${stateMachineArn.replace(':stateMachine:', ':execution:')}:${executionName(runId)}`;
+export function executionArn(stateMachineArn: string, runId: string, round = 0): string {
+  return `${stateMachineArn.replace(':stateMachine:', ':execution:')}:${executionName(runId, round)}`;
 }
 
 /**

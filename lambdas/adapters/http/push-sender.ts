@@ -1,9 +1,12 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { A2A_CONTENT_TYPE, StreamResponse } from '@a2a-js/sdk';
+import { PUSH_JWT_HEADER } from '../../core/a2a/vocabulary.js';
 import type { PushNotification, PushSender } from '../../core/ports.js';
+import { addressRefusal } from './push-addresses.js';
+import type { PushKeys } from './push-signing.js';
 
 export interface PushSenderSettings {
   /** Tries per notification, the first included. */
@@ -14,9 +17,9 @@ export interface PushSenderSettings {
   timeoutMs: number;
   /** Of a receiver's answer at most this much is read; the rest is dropped with the connection. */
   maxResponseBytes: number;
-  /** `http:` targets are allowed (local mode); otherwise https only. */
+  /** `http:` targets are allowed: for trying push on one machine (`FUNDUQ_PUSH_ALLOW_HTTP`), and tests; otherwise https only. */
   allowHttp: boolean;
-  /** Test-only: loopback targets are allowed, for a receiver in the test's own process. */
+  /** Loopback targets are allowed: for trying push on one machine (`FUNDUQ_PUSH_ALLOW_LOOPBACK`), and tests. */
   allowLoopback: boolean;
 }
 
@@ -32,80 +35,36 @@ export const DEFAULT_PUSH_SENDER_SETTINGS: PushSenderSettings = {
 /** The token a receiver checks a notification by (A2A push notifications). */
 const TOKEN_HEADER = 'X-A2A-Notification-Token';
 
-/**
- * Addresses a push target must not resolve to: a caller could otherwise make the gateway call its
- * own network (SSRF). Loopback, private (RFC 1918, ULA), link-local (which holds the cloud
- * metadata service, 169.254.169.254 and fd00:ec2::254), shared, reserved and multicast ranges.
- */
-function blockList(allowLoopback: boolean): BlockList {
-  const list = new BlockList();
-  const v4: [string, number][] = [
-    ['0.0.0.0', 8],
-    ['10.0.0.0', 8],
-    ['100.64.0.0', 10],
-    ['169.254.0.0', 16],
-    ['172.16.0.0', 12],
-    ['192.0.0.0', 24],
-    ['192.0.2.0', 24],
-    ['192.168.0.0', 16],
-    ['198.18.0.0', 15],
-    ['198.51.100.0', 24],
-    ['203.0.113.0', 24],
-    ['224.0.0.0', 4],
-    ['240.0.0.0', 4],
-  ];
-  const v6: [string, number][] = [
-    ['::', 128],
-    ['64:ff9b:1::', 48],
-    ['100::', 64],
-    ['2001:db8::', 32],
-    ['fc00::', 7],
-    ['fe80::', 10],
-    ['ff00::', 8],
-  ];
-  if (!allowLoopback) {
-    v4.push(['127.0.0.0', 8]);
-    v6.push(['::1', 128]);
-  }
-  for (const [address, prefix] of v4) list.addSubnet(address, prefix, 'ipv4');
-  for (const [address, prefix] of v6) list.addSubnet(address, prefix, 'ipv6');
-  return list;
-}
+/** A name's addresses, as the system resolver gives them (a test gives its own, to play a rebinding DNS). */
+export type Resolve = (host: string) => Promise<LookupAddress[]>;
+
+const systemResolve: Resolve = (host) =>
+  new Promise((resolve, reject) => dnsLookup(host, { all: true }, (error, found) => (error ? reject(error) : resolve(found))));
 
 /**
  * Push notifications over HTTP(S). Targets are vetted when a config is created and again at each
- * connection: the DNS answer is checked inside the socket's own lookup, so a name that re-resolves
- * to a private address between the two (DNS rebinding) is refused too. No redirects are followed.
- * A failure of the receiver (no answer, timeout, 5xx, 408, 429) is tried again with exponential
- * backoff; any other answer is final.
+ * try, and a try connects to the very addresses it vetted (the socket is handed them, it looks
+ * nothing up): a name that re-resolves to a private address between the check and the call (DNS
+ * rebinding) cannot be reached. No redirects are followed. A failure of the receiver (no answer,
+ * timeout, 5xx, 408, 429) is tried again with exponential backoff; any other answer is final.
  */
 export class HttpPushSender implements PushSender {
   private readonly settings: PushSenderSettings;
-  private readonly blocked: BlockList;
 
-  constructor(settings: Partial<PushSenderSettings> = {}) {
+  constructor(
+    settings: Partial<PushSenderSettings> = {},
+    /** The keys each try is signed with (read when first needed: on AWS they come from a secret). */
+    private readonly keys?: () => Promise<PushKeys>,
+    private readonly resolve: Resolve = systemResolve,
+  ) {
     this.settings = { ...DEFAULT_PUSH_SENDER_SETTINGS, ...settings };
-    this.blocked = blockList(this.settings.allowLoopback);
   }
 
   async vet(url: string): Promise<string | undefined> {
     const target = this.target(url);
     if (typeof target === 'string') return target;
-    const host = hostOf(target);
-    if (isIP(host)) return this.refusal(host);
-    let addresses: LookupAddress[];
-    try {
-      addresses = await new Promise((resolve, reject) =>
-        dnsLookup(host, { all: true }, (error, found) => (error ? reject(error) : resolve(found))),
-      );
-    } catch {
-      return `${host} does not resolve`;
-    }
-    for (const { address } of addresses) {
-      const refused = this.refusal(address);
-      if (refused) return refused;
-    }
-    return undefined;
+    const addresses = await this.vetted(target);
+    return 'refused' in addresses ? addresses.refused : undefined;
   }
 
   async send(notification: PushNotification): Promise<{ delivered: true } | { delivered: false; attempts: number; error: string }> {
@@ -132,48 +91,56 @@ export class HttpPushSender implements PushSender {
     return parsed;
   }
 
-  private refusal(address: string): string | undefined {
-    const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
-    const embedded = embeddedIpv4(address);
-    if (this.blocked.check(address, family) || (embedded !== undefined && this.blocked.check(embedded, 'ipv4'))) {
-      return `${address} is a private, loopback, link-local or reserved address`;
+  /** The addresses a try may connect to, all of them allowed; or why there are none. */
+  private async vetted(target: URL): Promise<LookupAddress[] | { refused: string; retry: boolean }> {
+    const host = hostOf(target);
+    const family = isIP(host);
+    let addresses: LookupAddress[];
+    try {
+      addresses = family ? [{ address: host, family }] : await this.resolve(host);
+    } catch {
+      return { refused: `${host} does not resolve`, retry: true };
     }
-    return undefined;
+    if (addresses.length === 0) return { refused: `${host} does not resolve`, retry: true };
+    for (const { address } of addresses) {
+      const refused = addressRefusal(address, this.settings.allowLoopback);
+      if (refused) return { refused, retry: false };
+    }
+    return addresses;
   }
 
-  private post({ config, body }: PushNotification): Promise<{ ok: true } | { ok: false; retry: boolean; error: string }> {
+  private async post({ config, body }: PushNotification): Promise<{ ok: true } | { ok: false; retry: boolean; error: string }> {
     const target = this.target(config.url);
-    if (typeof target === 'string') return Promise.resolve({ ok: false, retry: false, error: `${config.url}: ${target}` });
-    // An address written out is connected to without a lookup: it is checked here instead.
-    if (isIP(hostOf(target))) {
-      const refused = this.refusal(hostOf(target));
-      if (refused) return Promise.resolve({ ok: false, retry: false, error: refused });
-    }
+    if (typeof target === 'string') return { ok: false, retry: false, error: `${config.url}: ${target}` };
+    const addresses = await this.vetted(target);
+    if ('refused' in addresses) return { ok: false, retry: addresses.retry, error: `${config.url}: ${addresses.refused}` };
     const payload = JSON.stringify(StreamResponse.toJSON(body as StreamResponse));
     const headers: Record<string, string> = { 'Content-Type': A2A_CONTENT_TYPE, 'Content-Length': String(Buffer.byteLength(payload)) };
     if (config.authentication?.scheme && config.authentication.credentials) {
       headers.Authorization = `${config.authentication.scheme} ${config.authentication.credentials}`;
     }
     if (config.token) headers[TOKEN_HEADER] = config.token;
-    const guardedLookup: LookupFunction = (hostname, options, callback) =>
-      dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-        if (error) return callback(error, '', 0);
-        const list = addresses as LookupAddress[];
-        const refused = list.map(({ address }) => this.refusal(address)).find((why) => why !== undefined);
-        if (refused) return callback(Object.assign(new Error(refused), { code: 'EPUSHREFUSED' }), '', 0);
-        if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
-        return callback(null, list[0].address, list[0].family);
-      });
+    if (this.keys) {
+      // Signed at each try, so its iat says when this request was sent.
+      const jwt = (await this.keys()).sign({ taskId: config.taskId, audience: config.url, body: payload });
+      headers[PUSH_JWT_HEADER] = jwt;
+      headers.Authorization ??= `Bearer ${jwt}`;
+    }
+    // The socket is handed the addresses just vetted instead of a lookup of its own; TLS still names the host (SNI, certificate).
+    const vettedLookup: LookupFunction = (_hostname, options, callback) => {
+      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      return callback(null, addresses[0].address, addresses[0].family);
+    };
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve) => {
-      const request = send(target, { method: 'POST', headers, lookup: guardedLookup, timeout: this.settings.timeoutMs });
+      const request = send(target, { method: 'POST', headers, lookup: vettedLookup, timeout: this.settings.timeoutMs });
       const timer = setTimeout(() => request.destroy(new Error(`no answer within ${this.settings.timeoutMs} ms`)), this.settings.timeoutMs);
       const done = (outcome: { ok: true } | { ok: false; retry: boolean; error: string }) => {
         clearTimeout(timer);
         resolve(outcome);
       };
       request.on('timeout', () => request.destroy(new Error(`no answer within ${this.settings.timeoutMs} ms`)));
-      request.on('error', (error: Error & { code?: string }) => done({ ok: false, retry: error.code !== 'EPUSHREFUSED', error: error.message }));
+      request.on('error', (error: Error) => done({ ok: false, retry: true, error: error.message }));
       request.on('response', (response: IncomingMessage) => {
         const status = response.statusCode ?? 0;
         let read = 0;
@@ -198,16 +165,6 @@ export class HttpPushSender implements PushSender {
 /** A URL's host as an address or a name: IPv6 addresses lose the brackets URLs write them in. */
 function hostOf(url: URL): string {
   return url.hostname.replace(/^\[|\]$/g, '');
-}
-
-/** The IPv4 address inside a NAT64 (64:ff9b::/96) address: such a target reaches that IPv4 address. */
-function embeddedIpv4(address: string): string | undefined {
-  const match = /^64:ff9b::(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))$/i.exec(address);
-  if (!match) return undefined;
-  if (match[1]) return match[1];
-  const high = parseInt(match[2], 16);
-  const low = parseInt(match[3], 16);
-  return [high >> 8, high & 255, low >> 8, low & 255].join('.');
 }
 
 function delay(ms: number): Promise<void> {

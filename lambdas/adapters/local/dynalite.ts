@@ -78,7 +78,7 @@ async function createTable(client: DynamoDBClient, input: CreateTableCommandInpu
 }
 
 function runsTable(TableName: string): CreateTableCommandInput {
-  const { partitionKey, sortKey, byThread, byTenant } = RUNS_TABLE;
+  const { partitionKey, sortKey, byThread, byTenant, byKey } = RUNS_TABLE;
   return {
     TableName,
     BillingMode: 'PAY_PER_REQUEST',
@@ -89,12 +89,14 @@ function runsTable(TableName: string): CreateTableCommandInput {
       { AttributeName: byThread.sortKey, AttributeType: 'N' },
       { AttributeName: byTenant.partitionKey, AttributeType: 'S' },
       { AttributeName: byTenant.sortKey, AttributeType: 'S' },
+      { AttributeName: byKey.partitionKey, AttributeType: 'S' },
+      { AttributeName: byKey.sortKey, AttributeType: 'S' },
     ],
     KeySchema: [
       { AttributeName: partitionKey, KeyType: 'HASH' },
       { AttributeName: sortKey, KeyType: 'RANGE' },
     ],
-    GlobalSecondaryIndexes: [byThread, byTenant].map((index) => ({
+    GlobalSecondaryIndexes: [byThread, byTenant, byKey].map((index) => ({
       IndexName: index.indexName,
       KeySchema: [
         { AttributeName: index.partitionKey, KeyType: 'HASH' },

@@ -13,8 +13,20 @@ export class InProcessThreadQueue implements ThreadQueue {
   private readonly waiting: { threadId: string; runId: string }[] = [];
   private readonly beside = new Set<Promise<void>>();
   private consumer: Consumer | undefined;
+  /** Hand-offs in progress from the threads' queues, and those waiting for one to end. */
+  private running = 0;
+  private readonly turns: (() => void)[] = [];
 
-  constructor(private readonly onError: (error: unknown, runId: string) => void = () => {}) {}
+  /**
+   * `maxRunning`: at most this many runs are handed over from the threads' queues at once (SQS's
+   * event source maximum concurrency, on one machine): a restart that finds many queued runs, or
+   * a burst of threads, runs them a few at a time rather than holding every run's input at once.
+   * Interjections are handed over beside, as on AWS.
+   */
+  constructor(
+    private readonly onError: (error: unknown, runId: string) => void = () => {},
+    private readonly maxRunning = Number.POSITIVE_INFINITY,
+  ) {}
 
   /** Starts delivering (what was enqueued before is delivered now, in order). */
   start(consumer: Consumer): void {
@@ -38,6 +50,9 @@ export class InProcessThreadQueue implements ThreadQueue {
     void handed.then(() => this.beside.delete(handed));
   }
 
+  /** Holds nothing to let go: on one machine a link run's dispatcher holds its thread's turn until it settles. */
+  async release(): Promise<void> {}
+
   /** Resolves when every thread's queue is empty and no interjection is being dispatched. */
   async idle(): Promise<void> {
     while (this.tails.size > 0 || this.beside.size > 0) await Promise.all([...this.tails.values(), ...this.beside]);
@@ -46,13 +61,28 @@ export class InProcessThreadQueue implements ThreadQueue {
   private deliver({ threadId, runId }: { threadId: string; runId: string }): void {
     const consume = this.consumer!;
     const previous = this.tails.get(threadId) ?? Promise.resolve();
-    const next = previous.then(() => consume(runId, false).then(
-      () => undefined,
-      (error: unknown) => this.onError(error, runId),
-    ));
+    const next = previous.then(async () => {
+      await this.turn();
+      try {
+        await consume(runId, false);
+      } catch (error) {
+        this.onError(error, runId);
+      } finally {
+        // The place passes to the longest waiting hand-off, if any.
+        const waiting = this.turns.shift();
+        if (waiting) waiting();
+        else this.running -= 1;
+      }
+    });
     this.tails.set(threadId, next);
     void next.then(() => {
       if (this.tails.get(threadId) === next) this.tails.delete(threadId);
     });
+  }
+
+  /** Resolves when a hand-off may begin (one more is counted running). */
+  private async turn(): Promise<void> {
+    if (this.running >= this.maxRunning) await new Promise<void>((resolve) => this.turns.push(resolve));
+    else this.running += 1;
   }
 }

@@ -83,7 +83,13 @@ function userContent(parts: readonly Part[]): Result<string | ContentPart[]> {
 
 function contentPart(part: Part, index: number): Result<ContentPart> {
   const content = part.content;
-  if (!content) return refuse('invalid_input', `message.parts[${index}] has no text, raw, url or data`);
+  if (!content) {
+    // What @a2a-js/sdk 1.x sends of a part written the 0.3 way ({ text }): its encoder drops it whole.
+    return refuse(
+      'invalid_input',
+      `message.parts[${index}] has no text, raw, url or data (with @a2a-js/sdk 1.x a text part is { content: { $case: 'text', value } })`,
+    );
+  }
   if (content.$case === 'text') return ok({ type: 'text', text: content.value });
   if (content.$case === 'data') {
     return refuse(

@@ -2,6 +2,7 @@ import type { StreamResponse, Task } from '@a2a-js/sdk';
 import type { CoreDeps } from '../deps.js';
 import { followRun } from '../follow-run.js';
 import { isTerminal, type Run, type StoredEvent } from '../model.js';
+import { logOf } from '../log.js';
 import type { RunStore } from '../ports.js';
 import type { TaskCursor } from './cursor.js';
 import { beforeEvents, projectTask, TaskProjection, type TaskView } from './projection.js';
@@ -16,7 +17,7 @@ export async function lineageOf(store: RunStore, root: Run): Promise<Run[]> {
 /** The task as the record says now: every run of the lineage with its stored events. */
 export async function readTask(store: RunStore, root: Run, view?: TaskView): Promise<Task> {
   const lineage = await lineageOf(store, root);
-  const logs = await Promise.all(lineage.map((run) => store.readEvents(run.runId, 0)));
+  const logs = await Promise.all(lineage.map((run) => logOf(store, run)));
   return projectTask(
     root,
     lineage.map((run, i) => ({ run, events: logs[i] })),
@@ -53,7 +54,7 @@ export async function* followTask(
   for (const [index, run] of lineage.entries()) {
     if (beyond(index, 0)) take();
     note(projection.observeRun(beforeEvents(run)));
-    const events = unbroken(await store.readEvents(run.runId, 0));
+    const events = unbroken(await logOf(store, run));
     for (const stored of events) {
       if (beyond(index, stored.seq)) take();
       note(projection.applyEvent(stored));

@@ -2,8 +2,10 @@ import type { Artifact, Message, Part, StreamResponse, Task, TaskState } from '@
 import { EventType, type ContentPart, type Message as AgUiMessage, type UserMessage } from '@ag-ui/core';
 import type { AgUiEventRecord, Ask, Run, StoredEvent } from '../model.js';
 import { openAsks } from '../outcome.js';
+import { sumUsage } from '../usage.js';
 import { formatCursor } from './cursor.js';
-import { a2aMessage, dataPart, FUNDUQ_METADATA_KEY, Roles, TaskStates, textPart, urlPart } from './vocabulary.js';
+import { taskStateAt, taskStateOf } from './task-state.js';
+import { a2aMessage, dataPart, FUNDUQ_METADATA_KEY, Roles, SETTLED_TASK_STATES, TaskStates, textPart, urlPart } from './vocabulary.js';
 
 /** What a reader asked to see of a task (A2A `historyLength`, `includeArtifacts`). */
 export interface TaskView {
@@ -142,6 +144,7 @@ export class TaskProjection {
         ...(run.reason !== undefined ? { reason: run.reason } : {}),
       })),
       ...this.annotations(),
+      ...this.usage(),
     };
     if (this.aguiEvents.length > 0) metadata.agui_events = this.aguiEvents;
     if (this.cursor !== undefined) metadata.cursor = this.cursor;
@@ -203,7 +206,10 @@ export class TaskProjection {
           taskId: this.taskId,
           contextId: this.contextId,
           status: { state: status.state, message: status.message, timestamp: status.timestamp },
-          metadata: { [FUNDUQ_METADATA_KEY]: { ...this.annotations(), ...extra, ...this.where() } },
+          // A task that has settled (done, or waiting for its caller) says what its runs used.
+          metadata: {
+            [FUNDUQ_METADATA_KEY]: { ...this.annotations(), ...(SETTLED_TASK_STATES.has(status.state) ? this.usage() : {}), ...extra, ...this.where() },
+          },
         },
       },
     };
@@ -230,6 +236,20 @@ export class TaskProjection {
   }
 
   /** What funduq says beside the state: a cancel asked for, and the asks waiting for an answer. */
+  /** What the lineage's settled runs used, summed: tokens per provider and model, cost per currency, events and bytes. */
+  private usage(): Record<string, unknown> {
+    const usages = this.runs.flatMap((run) => (run.usage ? [run.usage] : []));
+    if (usages.length === 0) return {};
+    return {
+      usage: {
+        runs: usages.length,
+        events: usages.reduce((sum, usage) => sum + usage.events, 0),
+        bytes: usages.reduce((sum, usage) => sum + usage.bytes, 0),
+        ...sumUsage(usages),
+      },
+    };
+  }
+
   private annotations(): Record<string, unknown> {
     const tail = this.tail;
     if (!tail) return {};
@@ -244,49 +264,31 @@ export class TaskProjection {
   private status(): { state: TaskState; message?: Message; timestamp?: string } {
     const tail = this.tail;
     if (!tail) return { state: TaskStates.SUBMITTED };
-    const timestamp = tail.endedAt ?? tail.startedAt ?? tail.createdAt;
-    const say = (text: string) => this.statusMessage(tail, text);
-    switch (tail.status) {
-      case 'queued':
-        return { state: this.started.has(tail.runId) ? TaskStates.WORKING : TaskStates.SUBMITTED, timestamp };
-      case 'running':
-      case 'cancelling':
-        return { state: TaskStates.WORKING, timestamp };
-      case 'cancelled':
-        return { state: TaskStates.CANCELED, timestamp, message: say(tail.message ?? `cancelled (${tail.reason ?? 'cancel_requested'})`) };
-      case 'failed':
-        return {
-          state: refusedByProvider(tail) ? TaskStates.REJECTED : TaskStates.FAILED,
-          timestamp,
-          message: say(tail.message ?? tail.reason ?? 'the run failed'),
-        };
-      case 'completed': {
-        const asks = Object.values(tail.asks ?? {});
-        const open = asks.filter((ask) => ask.state === 'open');
-        if (open.length > 0) {
-          const auth = open.some((ask) => ask.interrupt !== undefined && isAuthReason(ask.interrupt.reason));
-          return {
-            state: auth ? TaskStates.AUTH_REQUIRED : TaskStates.INPUT_REQUIRED,
-            timestamp,
-            message: say(open.map(askText).join('\n')),
-          };
-        }
+    const state = taskStateOf(tail, this.started.has(tail.runId));
+    const timestamp = taskStateAt(tail);
+    const say = (text: string) => ({ state, timestamp, message: this.statusMessage(tail, text) });
+    const asks = Object.values(tail.asks ?? {});
+    switch (state) {
+      case TaskStates.CANCELED:
+        return say(tail.status === 'cancelled' ? tail.message ?? `cancelled (${tail.reason ?? 'cancel_requested'})` : 'cancelled while waiting for an answer');
+      case TaskStates.REJECTED:
+        return say(tail.message ?? tail.reason ?? 'the run failed');
+      case TaskStates.FAILED: {
+        if (tail.status === 'failed') return say(tail.message ?? tail.reason ?? 'the run failed');
         const expired = asks.filter((ask) => ask.state === 'expired');
-        if (expired.length > 0) {
-          const when = expired.map((ask) => ask.expiresAt).find((at) => at !== undefined);
-          return {
-            state: TaskStates.FAILED,
-            timestamp,
-            message: say(`expired: the ask${expired.length > 1 ? 's' : ''} ${expired.map((a) => a.id).join(', ')} went unanswered${when ? ` until ${when}` : ''}`),
-          };
-        }
-        if (asks.length > 0 && asks.every((ask) => ask.state === 'cancelled' && ask.closedByRunId === undefined)) {
-          return { state: TaskStates.CANCELED, timestamp, message: say('cancelled while waiting for an answer') };
-        }
-        // Asks answered: the answer run is the lineage's next run, about to be seen.
-        if (asks.length > 0) return { state: TaskStates.SUBMITTED, timestamp };
-        return { state: TaskStates.COMPLETED, timestamp };
+        const when = expired.map((ask) => ask.expiresAt).find((at) => at !== undefined);
+        return say(`expired: the ask${expired.length > 1 ? 's' : ''} ${expired.map((a) => a.id).join(', ')} went unanswered${when ? ` until ${when}` : ''}`);
       }
+      case TaskStates.INPUT_REQUIRED:
+      case TaskStates.AUTH_REQUIRED:
+        return say(
+          asks
+            .filter((ask) => ask.state === 'open')
+            .map(askText)
+            .join('\n'),
+        );
+      default:
+        return { state, timestamp };
     }
   }
 
@@ -335,6 +337,8 @@ export function beforeEvents(run: Run): Run {
     asks: _asks,
     lastSeq: _lastSeq,
     cancelRequested: _cancelRequested,
+    closingEvents: _closingEvents,
+    usage: _usage,
     ...rest
   } = run;
   return { ...rest, status: 'queued' };
@@ -358,17 +362,6 @@ function openAskView(runId: string, ask: Ask): OpenAskView {
 function askText(ask: Ask): string {
   if (ask.interrupt) return ask.interrupt.message ?? ask.interrupt.reason;
   return `the agent called ${ask.toolCallName ?? 'a tool'} (${ask.toolCallId}) and waits for its result`;
-}
-
-/** An interrupt that asks for credentials puts the task in AUTH_REQUIRED (design §5). */
-function isAuthReason(reason: string): boolean {
-  return /^auth(n|z|entication|orization)?([_:.\-\s]|$)/i.test(reason);
-}
-
-/** A provider that answered 4xx refused the run (but 408 and 429 say "not now", not "no"). */
-function refusedByProvider(run: Run): boolean {
-  const match = /^provider_http_(4\d\d)$/.exec(run.reason ?? '');
-  return match !== null && match[1] !== '408' && match[1] !== '429';
 }
 
 function lastOf<T>(items: T[], count: number | undefined): T[] {

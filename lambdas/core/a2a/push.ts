@@ -1,5 +1,7 @@
 import type { StreamResponse } from '@a2a-js/sdk';
-import { isoNow, type CoreDeps } from '../deps.js';
+import type { CoreDeps } from '../deps.js';
+import { isoNow } from '../time.js';
+import { logOf } from '../log.js';
 import type { Run } from '../model.js';
 import type { PushNotification, PushSender, RunChange } from '../ports.js';
 import { lineageOf } from './lineage.js';
@@ -15,7 +17,7 @@ export interface PushPlan {
  * The push notifications one change of the record calls for (A2A push): the updates the change
  * adds to its task, as the task projection says them, once per push config of the task. Events
  * push the artifact chunks and funduq-only events they carry (and WORKING when a run starts); a
- * run's status change pushes the task's status, except `running`, whose RUN_STARTED says it.
+ * run's status change pushes the task's status, except `queued` and `running`.
  */
 export async function planPush(
   deps: Pick<CoreDeps, 'store'>,
@@ -24,7 +26,9 @@ export async function planPush(
   known?: Run,
 ): Promise<PushPlan | undefined> {
   const { store } = deps;
-  if (change.kind === 'status' && change.run.status === 'running') return undefined;
+  // A run's creation (queued) is answered to its caller by the send itself, and its start by its
+  // RUN_STARTED: neither is a push of its own.
+  if (change.kind === 'status' && (change.run.status === 'queued' || change.run.status === 'running')) return undefined;
   const run = change.kind === 'status' ? change.run : (known ?? (await store.getRun(change.runId)));
   if (!run) return undefined;
   const configs = await store.listPushConfigs(run.rootRunId);
@@ -46,7 +50,7 @@ export async function planPush(
       }
       break;
     }
-    replayRun(projection, member, await store.readEvents(member.runId, 0));
+    replayRun(projection, member, await logOf(store, member));
   }
   if (change.kind === 'status') updates.push(projection.statusNow());
   return {
@@ -59,7 +63,7 @@ export async function planPush(
  * Sends a plan in order: each update to all of its configs before the next update. A notification
  * that no try delivered is recorded on its config as a dead letter, and the plan goes on.
  */
-export async function deliverPush(deps: Pick<CoreDeps, 'store' | 'clock'>, sender: PushSender, plan: PushPlan): Promise<void> {
+export async function deliverPush(deps: { store: CoreDeps['store']; clock: Pick<CoreDeps['clock'], 'now'> }, sender: PushSender, plan: PushPlan): Promise<void> {
   const byUpdate = new Map<unknown, PushNotification[]>();
   for (const notification of plan.notifications) {
     const group = byUpdate.get(notification.body) ?? [];
@@ -88,7 +92,7 @@ export async function deliverPush(deps: Pick<CoreDeps, 'store' | 'clock'>, sende
  * runtime's feed listener; on AWS, the stream handler for each record of the runs and run_events
  * streams, in order per shard).
  */
-export async function pushForChange(deps: Pick<CoreDeps, 'store' | 'clock'>, sender: PushSender, change: RunChange): Promise<void> {
+export async function pushForChange(deps: { store: CoreDeps['store']; clock: Pick<CoreDeps['clock'], 'now'> }, sender: PushSender, change: RunChange): Promise<void> {
   const plan = await planPush(deps, change);
   if (plan) await deliverPush(deps, sender, plan);
 }

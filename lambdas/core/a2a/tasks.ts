@@ -1,13 +1,17 @@
 import type { Message, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
+import type { RunAgentInput } from '@ag-ui/core';
 import { cancelRun } from '../cancel-run.js';
-import { isoNow, type CoreDeps } from '../deps.js';
+import type { Core } from '../deps.js';
 import { ok, refuse, type Refusal, type Result } from '../errors.js';
-import { callerIdProblem, type MessageClaim, type Principal, type PushConfig, type Run } from '../model.js';
+import { callerIdProblem, type Agent, type MessageClaim, type Principal, type PushConfig, type Run, type Thread } from '../model.js';
 import { openAsks } from '../outcome.js';
 import type { PushSender } from '../ports.js';
-import { startRun } from '../start-run.js';
+import { callerInput } from '../run-input.js';
+import { storableProblem } from '../storable.js';
+import { classify, classifyAnswer, startLanded, type Landing, type Place } from '../start-run.js';
+import { isoNow } from '../time.js';
 import { parseCursor } from './cursor.js';
-import { answerInput, ordinaryInput, type Landing } from './inbound.js';
+import { answerInput, ordinaryInput, type Landing as InboundLanding } from './inbound.js';
 import { followTask, lineageOf, readTask } from './lineage.js';
 import type { TaskView } from './projection.js';
 import { Roles, TaskStates, TERMINAL_TASK_STATES } from './vocabulary.js';
@@ -26,6 +30,8 @@ export const DEFAULT_A2A_SETTINGS: A2aSettings = { messageIdTtlSeconds: 24 * 60 
 export interface Caller {
   agentId: string;
   principal: Principal;
+  /** The agent as the door read it for this request (its card), so a send need not read it again. */
+  agent?: Agent;
 }
 
 /** A push target as a caller gives it (A2A `TaskPushNotificationConfig` less the task). */
@@ -65,7 +71,7 @@ export interface TaskPage {
   tasks: Task[];
   nextPageToken?: string;
   pageSize: number;
-  /** Exact for a context; for a whole tenant the index keeps no count, so it is the tasks of this page. */
+  /** The tasks of this page: the index keeps no count (a count would read every entry it counts). */
   totalSize: number;
 }
 
@@ -73,14 +79,14 @@ export interface TaskPage {
  * The A2A door's use cases over the core: a task is the lineage of a root run and its answers
  * (task id = root run id, contextId = thread id), and every answer comes from the one record.
  */
-export function createTasks(deps: CoreDeps, options: { push?: PushSender; settings?: Partial<A2aSettings> } = {}) {
-  const { store } = deps;
+export function createTasks(core: Core, options: { push?: PushSender; settings?: Partial<A2aSettings> } = {}) {
+  const { store } = core;
   const settings: A2aSettings = { ...DEFAULT_A2A_SETTINGS, ...options.settings };
 
   async function findTask(caller: Caller, taskId: string): Promise<Result<Run>> {
-    const root = taskId ? await store.getRun(taskId) : undefined;
+    const root = taskId ? await store.getRunOf(caller.principal.tenant, taskId) : undefined;
     // An answer run is part of a task, not a task: only roots are found by id.
-    if (!root || root.tenant !== caller.principal.tenant || root.agentId !== caller.agentId || root.rootRunId !== root.runId) {
+    if (!root || root.agentId !== caller.agentId || root.rootRunId !== root.runId) {
       return refuse('run_not_found', `no task "${taskId}" at agent "${caller.agentId}"`);
     }
     return ok(root);
@@ -92,10 +98,22 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
     const badId = callerIdProblem('message.messageId', message.messageId);
     if (badId) return refuse('invalid_input', badId);
     if (message.role === Roles.AGENT) return refuse('invalid_input', 'message.role is ROLE_AGENT: a caller sends ROLE_USER messages');
-    if (!(await store.getAgent(agentId))) return refuse('agent_not_found', `no agent named "${agentId}"`);
+    // What the message carries is checked before anything is written, naming the field as the caller sent it.
+    const unstorable =
+      storableProblem(request.metadata, 'metadata') ??
+      storableProblem(message.metadata, 'message.metadata') ??
+      message.parts.reduce<string | undefined>(
+        (found, part, i) => found ?? (part.content?.$case === 'data' ? storableProblem(part.content.value, `message.parts[${i}].data`) : undefined),
+        undefined,
+      );
+    if (unstorable) return refuse('invalid_input', unstorable);
+    // What the message lands on is read once here: the agent, the task (a reply), the context's thread.
+    const agent = request.agent?.id === agentId ? request.agent : await store.getAgent(agentId);
+    if (!agent) return refuse('agent_not_found', `no agent named "${agentId}"`);
+    core.recentAgents.remember(agent);
 
     let root: Run | undefined;
-    let threadId: string | undefined;
+    let thread: Thread | undefined;
     if (message.taskId) {
       const found = await findTask(request, message.taskId);
       if (!found.ok) return found;
@@ -103,14 +121,13 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
       if (message.contextId && message.contextId !== root.threadId) {
         return refuse('invalid_input', `contextId "${message.contextId}" is not the context of task "${root.runId}" ("${root.threadId}")`);
       }
-      threadId = root.threadId;
+      thread = await store.getThread(root);
     } else if (message.contextId) {
-      const thread = await store.getThread({ tenant: principal.tenant, threadId: message.contextId });
+      thread = await store.getThread({ tenant: principal.tenant, threadId: message.contextId });
       if (!thread) {
         return refuse('thread_not_found', `no context "${message.contextId}": leave contextId out to start a new one`);
       }
       if (thread.agentId !== agentId) return refuse('thread_agent_mismatch', `context "${message.contextId}" belongs to another agent`);
-      threadId = thread.threadId;
     }
     if (request.push) {
       const badConfigId = request.push.configId ? callerIdProblem('taskPushNotificationConfig.id', request.push.configId) : undefined;
@@ -119,11 +136,11 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
       if (vetted) return vetted;
     }
 
-    const nowSeconds = Math.floor(deps.clock.now() / 1000);
+    const nowSeconds = Math.floor(core.clock.now() / 1000);
     const candidate: MessageClaim = {
-      key: JSON.stringify([principal.tenant, agentId, threadId ?? '', message.messageId]),
-      runId: deps.ids.newId(),
-      threadId: threadId ?? deps.ids.newId(),
+      key: JSON.stringify([principal.tenant, agentId, thread?.threadId ?? '', message.messageId]),
+      runId: core.ids.newId(),
+      threadId: thread?.threadId ?? core.ids.newId(),
       expiresAt: nowSeconds + settings.messageIdTtlSeconds,
     };
     const claim = await store.claimMessage(candidate, nowSeconds);
@@ -136,33 +153,47 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
       // The first attempt took the id but recorded no run yet (it failed, or is still on its
       // way): go on with its ids, so that both attempts land on one run whichever is first.
     }
-    const started = await start(request, root, { threadId: claim.threadId, runId: claim.runId, metadata: request.metadata });
+    const landing = { threadId: claim.threadId, runId: claim.runId, metadata: request.metadata };
+    const started = await start(request, { agent, ...(thread ? { thread } : {}) }, root, landing);
     if (!started.ok) await store.releaseMessage(claim);
     return started;
   }
 
-  async function start(request: SendMessage, root: Run | undefined, landing: Landing): Promise<Result<Sent>> {
-    let input;
+  async function start(request: SendMessage, found: Place, root: Run | undefined, landing: InboundLanding): Promise<Result<Sent>> {
+    let input: RunAgentInput;
+    let place: Place = found;
+    let classified: Result<Landing>;
     if (root) {
       const tail = (await lineageOf(store, root)).at(-1) ?? root;
       const open = openAsks(tail);
-      if (tail.status !== 'completed' || open.length === 0) return notWaiting(root, tail);
+      // A first attempt of this message (its run id claimed) closed the asks for its run and died before recording it.
+      const closedForThis = Object.values(tail.asks ?? {}).filter((ask) => ask.state !== 'open' && ask.closedByRunId === landing.runId);
+      const answered = open.length > 0 ? open : closedForThis;
+      if (tail.status !== 'completed' || answered.length === 0) return notWaiting(root, tail);
       // The context's open asks are its latest waiting run's; an older task's asks were left behind.
-      if ((await store.getThread(root))?.waitingRunId !== tail.runId) {
+      // (A waiting run not yet named on its thread, the moment after its end, is still the latest.)
+      const named = found.thread?.waitingRunId;
+      const later = named !== undefined && named !== tail.runId ? await store.getRun(named) : undefined;
+      if (later && later.arrival > tail.arrival) {
         return refuse('no_open_ask', `task "${root.runId}" waits no more: a later task of context "${root.threadId}" holds its asks`);
       }
-      const built = answerInput(request.message, open, landing);
+      const built = answerInput(request.message, answered, landing);
       if (!built.ok) return built;
-      input = built.value;
+      input = callerInput(built.value);
+      const waiting = { ...found, waiting: tail };
+      place = waiting;
+      classified = open.length > 0 ? await classifyAnswer(core, waiting, input.runId) : ok({ kind: 'answer', waiting: tail, closing: {}, closed: true });
     } else {
       const built = ordinaryInput(request.message, landing);
       if (!built.ok) return built;
-      input = built.value;
+      input = callerInput(built.value);
+      classified = await classify(core, request.principal, input, place);
     }
+    if (!classified.ok) return classified;
     // A config sent with the message is stored before the run can start, so it misses no update.
     const taskId = root?.runId ?? landing.runId;
     const config = request.push ? await putPushConfig(taskId, request.principal, request.push) : undefined;
-    const started = await startRun(deps, { agentId: request.agentId, input, door: 'a2a', principal: request.principal });
+    const started = await startLanded(core, { agentId: request.agentId, input, door: 'a2a', principal: request.principal }, place, classified.value);
     if (!started.ok) {
       if (config && !root) await store.deletePushConfig(config.taskId, config.configId);
       return started;
@@ -189,14 +220,14 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
 
   /** Waits until the task leaves SUBMITTED and WORKING (done, or waiting for its caller). */
   async function awaitTask(root: Run, signal?: AbortSignal): Promise<void> {
-    for await (const _update of followTask(deps, root, undefined, signal)) {
+    for await (const _update of followTask(core, root, undefined, signal)) {
       // The stream ends when the task settles; its updates are not needed here.
     }
   }
 
   /** A task's stream from now on: the Task, then its updates until it settles (SendStreamingMessage). */
   function stream(root: Run, signal?: AbortSignal): AsyncGenerator<StreamResponse> {
-    return followTask(deps, root, undefined, signal);
+    return followTask(core, root, undefined, signal);
   }
 
   /**
@@ -213,13 +244,13 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
       if (task.status && TERMINAL_TASK_STATES.has(task.status.state)) {
         return refuse('task_settled', `task "${taskId}" has ended: there is nothing to subscribe to (resume with a cursor to replay)`);
       }
-      return ok(followTask(deps, root, undefined, signal));
+      return ok(followTask(core, root, undefined, signal));
     }
     const after = parseCursor(cursor);
     if (!after || !(await lineageOf(store, root)).some((run) => run.runId === after.runId)) {
       return refuse('invalid_input', `"${cursor}" is not a cursor of task "${taskId}": use metadata.funduq.cursor of an update of this task`);
     }
-    return ok(followTask(deps, root, after, signal));
+    return ok(followTask(core, root, after, signal));
   }
 
   async function cancelTask(caller: Caller, taskId: string): Promise<Result<Task>> {
@@ -227,7 +258,7 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
     if (!found.ok) return found;
     const root = found.value;
     const tail = (await lineageOf(store, root)).at(-1) ?? root;
-    const cancelled = await cancelRun(deps, tail.runId, caller.principal);
+    const cancelled = await cancelRun(core, tail.runId, caller.principal);
     if (!cancelled.ok) {
       if (cancelled.code !== 'task_not_cancelable') return cancelled;
       const task = await readTask(store, root, { historyLength: 0, includeArtifacts: false });
@@ -243,46 +274,35 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
     }
     const after = query.statusTimestampAfter ? Date.parse(query.statusTimestampAfter) : undefined;
     if (after !== undefined && Number.isNaN(after)) return refuse('invalid_input', 'statusTimestampAfter must be an ISO 8601 time');
-    const matches = (task: Task) =>
-      (query.state === undefined || task.status?.state === query.state) &&
-      (after === undefined || Date.parse(task.status?.timestamp ?? '') > after);
     const token = query.pageToken ?? '';
-
-    if (query.contextId) {
-      const offset = token === '' ? 0 : /^c\.(\d{1,9})$/.exec(token)?.[1];
-      if (offset === undefined) return refuse('invalid_input', 'pageToken is not a page token of this listing');
-      const thread = await store.getThread({ tenant: caller.principal.tenant, threadId: query.contextId });
-      if (!thread || thread.agentId !== caller.agentId) {
-        return ok({ tasks: [], pageSize, totalSize: 0 });
-      }
-      const roots = (await store.listThreadRuns(thread)).filter((run) => run.runId === run.rootRunId).reverse();
-      const tasks = (await Promise.all(roots.map((root) => readTask(store, root, query.view)))).filter(matches);
-      const from = Number(offset);
-      const next = from + pageSize < tasks.length ? `c.${from + pageSize}` : undefined;
-      return ok({ tasks: tasks.slice(from, from + pageSize), ...(next ? { nextPageToken: next } : {}), pageSize, totalSize: tasks.length });
-    }
-
     let cursor: string | undefined;
     if (token !== '') {
       cursor = /^t\.(.+)$/s.exec(token)?.[1];
       if (cursor === undefined) return refuse('invalid_input', 'pageToken is not a page token of this listing');
     }
+    // The index narrows the listing; each task it names is read whole, and its projected status
+    // has the last word (a write the index has not taken yet cannot list a task under a state it left).
+    const matches = (task: Task) =>
+      (query.state === undefined || task.status?.state === query.state) &&
+      (after === undefined || Date.parse(task.status?.timestamp ?? '') > after);
     const tasks: Task[] = [];
-    // Each page asks for what is still missing, so every root read is used and the store's cursor
-    // (just past the last root read) is where the next page starts.
     do {
       let page: { runs: Run[]; cursor?: string };
       try {
-        page = await store.listRootRuns(caller.principal.tenant, { limit: pageSize - tasks.length, cursor });
+        page = await store.listTasks(caller.principal.tenant, {
+          agentId: caller.agentId,
+          ...(query.contextId ? { threadId: query.contextId } : {}),
+          ...(query.state !== undefined ? { state: query.state } : {}),
+          ...(after !== undefined ? { stateAfter: new Date(after).toISOString() } : {}),
+          limit: pageSize - tasks.length,
+          cursor,
+        });
       } catch (error) {
         if (error instanceof RangeError) return refuse('invalid_input', 'pageToken is not a page token this gateway issued');
         throw error;
       }
-      for (const root of page.runs) {
-        if (root.agentId !== caller.agentId) continue;
-        const task = await readTask(store, root, query.view);
-        if (matches(task)) tasks.push(task);
-      }
+      const read = await Promise.all(page.runs.map((root) => readTask(store, root, query.view)));
+      tasks.push(...read.filter(matches));
       cursor = page.cursor;
     } while (cursor !== undefined && tasks.length < pageSize);
     return ok({ tasks, ...(cursor ? { nextPageToken: `t.${cursor}` } : {}), pageSize, totalSize: tasks.length });
@@ -302,10 +322,10 @@ export function createTasks(deps: CoreDeps, options: { push?: PushSender; settin
   async function putPushConfig(taskId: string, principal: Principal, target: PushTarget): Promise<PushConfig> {
     const config: PushConfig = {
       taskId,
-      configId: target.configId || deps.ids.newId(),
+      configId: target.configId || core.ids.newId(),
       tenant: principal.tenant,
       url: target.url,
-      createdAt: isoNow(deps),
+      createdAt: isoNow(core),
     };
     if (target.token) config.token = target.token;
     if (target.authentication?.scheme) config.authentication = target.authentication;

@@ -32,6 +32,14 @@ export const SETTLED_TASK_STATES: ReadonlySet<TaskState> = new Set<TaskState>([
   TaskStates.AUTH_REQUIRED,
 ]);
 
+/**
+ * Signed push notifications: the agent card names this extension, with the JWKS URL in its
+ * params, and every push carries the gateway's JWT in `PUSH_JWT_HEADER` (also as
+ * `Authorization: Bearer` when its config brings no authentication of its own).
+ */
+export const PUSH_SIGNING_EXTENSION = 'https://github.com/hukaichun/funduq/ext/push-signing/v1';
+export const PUSH_JWT_HEADER = 'X-Funduq-Notification-JWT';
+
 /** funduq's own key in A2A `metadata`, beside the caller's and the agent's keys. */
 export const FUNDUQ_METADATA_KEY = 'funduq';
 

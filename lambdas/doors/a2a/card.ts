@@ -2,39 +2,56 @@ import type { AgentCard, AgentExtension, AgentSkill } from '@a2a-js/sdk';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { ServerCallContext } from '@a2a-js/sdk/server';
 import { LegacyRestTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { PUSH_JWT_HEADER, PUSH_SIGNING_EXTENSION } from '../../core/a2a/vocabulary.js';
 import { ADDRESSED_RUN_ID_KEY, INTERJECTION_EXTENSION } from '../../core/interjection.js';
 import type { Agent } from '../../core/model.js';
 
 
 export interface CardOptions {
-  /** Absolute URL of the agent's A2A endpoint, `…/a2a/{agentId}`. */
+  /**
+   * Absolute URL of the agent's A2A endpoint, `…/a2a/{agentId}/`. It ends with "/": a client finds
+   * the card by resolving `.well-known/agent-card.json` against the URL it is given (@a2a-js/sdk's
+   * `createFromUrl`, RFC 3986 §5.2), which without the "/" would drop the agent's id.
+   */
   endpoint: string;
   pushNotifications: boolean;
+  /** Where the keys that sign push notifications are published; absent, pushes are not signed. */
+  jwksUrl?: string;
   version: string;
 }
 
 /**
- * An agent's A2A 1.0 card: JSON-RPC at the endpoint and HTTP+JSON under `/rest`, each declared
- * for 1.0; JSON-RPC also for 0.3, which the SDK's compat layer serves at the same URL.
+ * An agent's A2A 1.0 card: JSON-RPC at the endpoint and HTTP+JSON under `rest`, each declared for
+ * 1.0 and for 0.3 (served through the SDK's compat layer: JSON-RPC at the same URL, and 0.3's own
+ * `/v1/…` routes under `rest`). A 0.3 reader's card names the 0.3 ones: JSON-RPC as its `url`,
+ * HTTP+JSON in `additionalInterfaces`.
  */
 export function agentCard(agent: Agent, options: CardOptions): AgentCard {
-  const extensions: AgentExtension[] = agent.takesInterjections
-    ? [
-        {
-          uri: INTERJECTION_EXTENSION,
-          description: `Request metadata "${ADDRESSED_RUN_ID_KEY}" names the context's running run; the message is dispatched at once beside it, or runs next if that run already settled.`,
-          required: false,
-          params: undefined,
-        },
-      ]
-    : [];
+  const extensions: AgentExtension[] = [];
+  if (agent.takesInterjections) {
+    extensions.push({
+      uri: INTERJECTION_EXTENSION,
+      description: `Request metadata "${ADDRESSED_RUN_ID_KEY}" names the context's running run; the message is dispatched at once beside it, or runs next if that run already settled.`,
+      required: false,
+      params: undefined,
+    });
+  }
+  if (options.jwksUrl) {
+    extensions.push({
+      uri: PUSH_SIGNING_EXTENSION,
+      description: `Every push notification carries a JWT signed by the gateway (ES256) in ${PUSH_JWT_HEADER}, and as Authorization: Bearer when its config names no authentication: iat, exp, aud (the push URL), task_id, request_body_sha256 (hex SHA-256 of the body as sent), its kid a key of the JWKS at params.jwksUrl.`,
+      required: false,
+      params: { jwksUrl: options.jwksUrl, alg: 'ES256', header: PUSH_JWT_HEADER },
+    });
+  }
   return {
     name: agent.id,
     description: agent.description,
     supportedInterfaces: [
       { url: options.endpoint, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
-      { url: `${options.endpoint}/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' },
+      { url: `${options.endpoint}rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' },
       { url: options.endpoint, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '0.3' },
+      { url: `${options.endpoint}rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '0.3' },
     ],
     provider: undefined,
     version: options.version,

@@ -37,6 +37,7 @@ const tryLater = (message: string, refusal: Refusal) =>
 /** The one table from core refusal codes to A2A errors, for both bindings and both versions. */
 const A2A_ERRORS: Record<RefusalCode, (message: string, refusal: Refusal) => Error> = {
   invalid_input: (m) => new RequestMalformedError(m),
+  payload_too_large: (m) => new RequestMalformedError(m),
   thread_not_found: (m) => new RequestMalformedError(m),
   thread_agent_mismatch: (m) => new RequestMalformedError(m),
   run_id_conflict: (m) => new RequestMalformedError(m),
@@ -53,6 +54,7 @@ const A2A_ERRORS: Record<RefusalCode, (message: string, refusal: Refusal) => Err
   thread_queue_full: tryLater,
   tenant_rate_limited: tryLater,
   tenant_concurrency_limited: tryLater,
+  tenant_budget_exhausted: tryLater,
 };
 
 export function a2aError(refusal: Refusal): Error {
@@ -60,8 +62,19 @@ export function a2aError(refusal: Refusal): Error {
 }
 
 /** How long a refused caller should wait, for a refusal that passes. */
-export function retryAfterOf(refusal: Refusal): number {
+function retryAfterOf(refusal: Refusal): number {
   return refusal.retryAfterSeconds ?? RETRY_AFTER_SECONDS;
+}
+
+/**
+ * The wait a JSON-RPC answer's error asks for: JSON-RPC carries an error's code and message only
+ * (the SDK drops other data of an error it has no spec for), so the wait rides in the message,
+ * where `TryLaterError` puts it.
+ */
+export function retryAfterIn(error: { code: number; message: string } | undefined): number | undefined {
+  if (error?.code !== TryLaterError.CODE) return undefined;
+  const seconds = / retry after (\d{1,9}) s$/.exec(error.message)?.[1];
+  return seconds === undefined ? RETRY_AFTER_SECONDS : Number(seconds);
 }
 
 /** A refusal, thrown as its A2A error: the SDK's transport handlers map thrown errors to the wire. */

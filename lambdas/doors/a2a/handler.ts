@@ -20,10 +20,14 @@ import { PushNotificationNotSupportedError, RequestMalformedError, UnsupportedOp
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import type { PushConfig } from '../../core/model.js';
 import type { Caller, PushTarget, Tasks } from '../../core/a2a/tasks.js';
-import { orThrow, retryAfterOf } from './errors.js';
+import { orThrow } from './errors.js';
 
-/** TaskState values with a meaning as a ListTasks filter (0 is "no filter"). */
-const FILTERABLE_STATES = new Set([1, 2, 3, 4, 5, 6, 7, 8]);
+/**
+ * TaskState values with a meaning as a ListTasks filter. Any other is no filter: 0 is proto3's
+ * "unspecified", and a proto3 JSON reader takes a name it does not know as an unrecognised value
+ * (-1), which is what the stock client sends for a status left out (`"status": "UNRECOGNIZED"`).
+ */
+const FILTERABLE_STATES: ReadonlySet<number> = new Set([1, 2, 3, 4, 5, 6, 7, 8]);
 
 /**
  * funduq's A2A request handler for one caller at one agent: every method is a core use case,
@@ -31,12 +35,6 @@ const FILTERABLE_STATES = new Set([1, 2, 3, 4, 5, 6, 7, 8]);
  * request, so that the caller, the card and the reader's lifetime (`signal`) are its own.
  */
 export class AgentRequestHandler implements A2ARequestHandler {
-  /**
-   * When a refused send may be tried again: JSON-RPC's error carries only a code and a message, so
-   * the door reads it here for its Retry-After header.
-   */
-  retryAfterSeconds: number | undefined;
-
   constructor(
     private readonly tasks: Tasks,
     private readonly caller: Caller,
@@ -72,13 +70,10 @@ export class AgentRequestHandler implements A2ARequestHandler {
   }
 
   async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
-    if (params.status !== 0 && !FILTERABLE_STATES.has(params.status)) {
-      throw new RequestMalformedError(`status is not a TaskState: ${String(params.status)}`);
-    }
     const page = orThrow(
       await this.tasks.listTasks(this.caller, {
         ...(params.contextId ? { contextId: params.contextId } : {}),
-        ...(params.status !== 0 ? { state: params.status } : {}),
+        ...(FILTERABLE_STATES.has(params.status) ? { state: params.status } : {}),
         ...(params.pageSize !== undefined ? { pageSize: params.pageSize } : {}),
         ...(params.pageToken ? { pageToken: params.pageToken } : {}),
         ...(params.statusTimestampAfter ? { statusTimestampAfter: params.statusTimestampAfter } : {}),
@@ -127,7 +122,6 @@ export class AgentRequestHandler implements A2ARequestHandler {
       ...(params.metadata !== undefined ? { metadata: params.metadata } : {}),
       ...(inline?.url ? { push: pushTarget(inline) } : {}),
     });
-    if (!sent.ok) this.retryAfterSeconds = retryAfterOf(sent);
     return orThrow(sent);
   }
 

@@ -5,27 +5,13 @@ import { followRun } from '../../../lambdas/core/follow-run.js';
 import type { Run, StoredEvent } from '../../../lambdas/core/model.js';
 import type { RunChange } from '../../../lambdas/core/ports.js';
 import { useDynalite } from '../../support/dynalite.js';
+import { aRun, newId } from '../../support/store-fixtures.js';
 
 const dynamo = useDynalite();
 
-let count = 0;
-function aRun(): Run {
-  count += 1;
-  const runId = `run-${count}`;
-  const threadId = `thread-${count}`;
-  return {
-    runId,
-    threadId,
-    agentId: 'demo',
-    tenant: 'acme',
-    principal: 'alice',
-    door: 'agui',
-    status: 'running',
-    arrival: 1,
-    rootRunId: runId,
-    input: { threadId, runId, messages: [], tools: [], context: [], state: {}, forwardedProps: {} },
-    createdAt: '2026-01-01T00:00:00.000Z',
-  };
+/** A running run on a thread of its own. */
+function aRunningRun(): Run {
+  return aRun({ status: 'running', threadId: newId('thread') });
 }
 
 function events(runId: string, from: number, to: number): StoredEvent[] {
@@ -68,7 +54,7 @@ class ManualScheduler {
 }
 
 async function aStoredRun(store: DynamoRunStore): Promise<Run> {
-  const run = aRun();
+  const run = aRunningRun();
   await store.createRun(run);
   return run;
 }

@@ -1,8 +1,9 @@
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, DeleteMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
-import { besideDispatchSchema, parseThreadMessage, SqsThreadQueue, sqsId } from '../../../lambdas/adapters/aws/sqs-thread-queue.js';
+import { besideDispatchSchema, HOLD_SECONDS, parseThreadMessage, SqsThreadQueue, sqsId } from '../../../lambdas/adapters/aws/sqs-thread-queue.js';
+import { lambdaDispatchBeside } from '../../../lambdas/adapters/aws/lambda-dispatch-beside.js';
 
 const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/funduq-threads.fifo';
 const sqs = mockClient(SQSClient);
@@ -23,7 +24,7 @@ describe('the SQS thread queue', () => {
     const withBeside = new SqsThreadQueue({
       client: new SQSClient({ region: 'eu-west-1' }),
       queueUrl: QUEUE_URL,
-      beside: { client: new LambdaClient({ region: 'eu-west-1' }), functionName: 'funduq-dispatcher' },
+      beside: lambdaDispatchBeside({ client: new LambdaClient({ region: 'eu-west-1' }), functionName: 'funduq-dispatcher' }),
     });
     await withBeside.dispatchBeside({ threadId: 'thread-1', runId: 'run-2' });
     expect(sqs.commandCalls(SendMessageCommand)).toHaveLength(0);
@@ -74,8 +75,34 @@ describe('the SQS thread queue', () => {
     await expect(queue().enqueue({ threadId: 't', runId: 'r' })).rejects.toThrow('queue does not exist');
   });
 
+  it('lets a settled run’s message go by its receipt handle, and takes a handle that expired as another delivery’s to delete', async () => {
+    sqs.on(DeleteMessageCommand).resolvesOnce({}).rejectsOnce(Object.assign(new Error('expired'), { name: 'ReceiptHandleIsInvalid' })).rejects(Object.assign(new Error('no'), { name: 'AccessDenied' }));
+    await queue().release('handle-1');
+    expect(sqs.commandCalls(DeleteMessageCommand)[0].args[0].input).toEqual({ QueueUrl: QUEUE_URL, ReceiptHandle: 'handle-1' });
+    await expect(queue().release('handle-1')).resolves.toBeUndefined();
+    await expect(queue().release('handle-1')).rejects.toThrow('no');
+  });
+
   it('reads back only the bodies it writes', () => {
     expect(() => parseThreadMessage('{"runId":"r"}')).toThrow();
     expect(() => parseThreadMessage('not json')).toThrow();
+  });
+
+  it('keeps a link run’s message in flight for 11 hours (under SQS’s 12 from the receive), and deletes it when the run settles', async () => {
+    sqs.on(ChangeMessageVisibilityCommand).resolves({});
+    sqs.on(DeleteMessageCommand).resolves({});
+    expect(await queue().hold('receipt-1')).toBe(true);
+    await queue().release('receipt-1');
+    expect(sqs.commandCalls(ChangeMessageVisibilityCommand).map((call) => call.args[0].input)).toEqual([{ QueueUrl: QUEUE_URL, ReceiptHandle: 'receipt-1', VisibilityTimeout: HOLD_SECONDS }]);
+    expect(HOLD_SECONDS).toBe(39_600);
+    expect(sqs.commandCalls(DeleteMessageCommand).map((call) => call.args[0].input)).toEqual([{ QueueUrl: QUEUE_URL, ReceiptHandle: 'receipt-1' }]);
+  });
+
+  it('takes a message its run let go before it was held, or one received again since, as gone, and passes other refusals on', async () => {
+    sqs.on(ChangeMessageVisibilityCommand).rejects(Object.assign(new Error('not in flight'), { name: 'MessageNotInflight' }));
+    sqs.on(DeleteMessageCommand).rejectsOnce(Object.assign(new Error('stale'), { name: 'ReceiptHandleIsInvalid' })).rejects(Object.assign(new Error('denied'), { name: 'AccessDenied' }));
+    expect(await queue().hold('receipt-1')).toBe(false);
+    await queue().release('receipt-1');
+    await expect(queue().release('receipt-1')).rejects.toThrow('denied');
   });
 });

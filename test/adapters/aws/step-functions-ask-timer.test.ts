@@ -65,6 +65,23 @@ describe('the Step Functions ask timer', () => {
     await expect(timer().disarm('run-1')).resolves.toBeUndefined();
   });
 
+  it('arms asks opened again under a name of their round, unused before, and disarms that round’s execution', async () => {
+    sfn.on(StartExecutionCommand).resolves({ executionArn: 'arn', startDate: new Date() });
+    sfn.on(StopExecutionCommand).resolves({ stopDate: new Date() });
+    await timer().arm('run-1', '2026-03-01T12:00:00Z');
+    await timer().arm('run-1', '2026-03-01T12:00:00Z', 1);
+    await timer().arm('run-1', '2026-03-01T12:00:00Z', 2);
+    await timer().disarm('run-1', 2);
+    const names = sfn.commandCalls(StartExecutionCommand).map((call) => call.args[0].input.name as string);
+    expect(names[0]).toBe('run-1');
+    expect(new Set(names).size).toBe(3);
+    for (const name of names.slice(1)) expect(name).toMatch(/^sha256r\d-[0-9a-f]{64}$/);
+    // A run id that spells another run's later round is still named apart from it.
+    expect(executionName(names[1])).not.toBe(executionName('run-1', 1));
+    expect(names.every((name) => name.length <= 80)).toBe(true);
+    expect(sfn.commandCalls(StopExecutionCommand)[0].args[0].input.executionArn).toBe(`arn:aws:states:eu-west-1:123456789012:execution:AskWaiter:${names[2]}`);
+  });
+
   it('names the execution of a run id Step Functions would refuse by a stable stand-in', async () => {
     sfn.on(StartExecutionCommand).resolves({ executionArn: 'arn', startDate: new Date() });
     sfn.on(StopExecutionCommand).resolves({ stopDate: new Date() });

@@ -14,8 +14,27 @@ import {
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { StoreUnavailable } from '../../../core/errors.js';
-import { threadKey, type Agent, type AskState, type MessageClaim, type PushConfig, type Run, type RunStatus, type StoredEvent, type Thread, type ThreadRef } from '../../../core/model.js';
-import type { RunStore, TenantAdmission, TenantLimits } from '../../../core/ports.js';
+import {
+  threadKey,
+  type Agent,
+  type Arrival,
+  type AskState,
+  type Budget,
+  type LinkProvider,
+  type MessageClaim,
+  type PushConfig,
+  type Run,
+  type RunLink,
+  type RunStatus,
+  type Spend,
+  type StoredEvent,
+  type Tenant,
+  type Thread,
+  type ThreadRef,
+} from '../../../core/model.js';
+import type { RunStore, TaskIndexQuery, TenantAdmission, TenantLimits, UsageQuery } from '../../../core/ports.js';
+import { taskStateAt, taskStateOf } from '../../../core/a2a/task-state.js';
+import type { UsageRecord } from '../../../core/usage.js';
 import { RUNS_TABLE, type TableNames } from './tables.js';
 
 /** What the store has sent, for the cost model. */
@@ -24,8 +43,13 @@ export interface StoreUsage {
   readRequests: number;
   /** Put, Update, Delete and BatchWrite calls (a batch is one; a retried batch is one more). */
   writeRequests: number;
-  /** Write units as DynamoDB bills them: one per started KB of each item written. */
+  /**
+   * Write units as DynamoDB bills them: one per started KB of each item written, once for the
+   * table and once more for each index the item is in (every index projects the whole item).
+   */
   writeUnits: number;
+  /** Of those, the units of usage records (the metering's own cost). */
+  usageRecordUnits: number;
 }
 
 type Item = Record<string, unknown>;
@@ -35,6 +59,8 @@ const BATCH_SIZE = 25;
 /** Attempts of one batch while DynamoDB throttles it or hands items back unprocessed. */
 const BATCH_ATTEMPTS = 5;
 const BATCH_BACKOFF_MS = 50;
+/** Conditional puts of one `appendNew` call in flight at once. */
+const NEW_EVENTS_IN_FLIGHT = 16;
 
 const KB = 1024;
 /** DynamoDB's limits on a key attribute, in UTF-8 bytes (partition key, sort key). */
@@ -43,9 +69,19 @@ const SORT_KEY_BYTES = 1024;
 const THREAD_ITEM = 'thread';
 const RUN_ITEM = 'run';
 const AGENT_PARTITION = 'agent';
+const PROVIDER_PARTITION = 'provider';
 const PUSH_CONFIG_PREFIX = 'push#';
 const MESSAGE_CLAIM_ITEM = 'msg';
 const TENANT_ITEM = 'tenant';
+const TASK_INDEX_ITEM = 'index';
+const ARRIVAL_PREFIX = 'arrival#';
+const ARRIVAL_ITEM = 'arrival';
+/**
+ * Partitions of the `byKey` index the arrival notes are spread over: every run's note is written
+ * and deleted there, and one index partition takes about 1,000 writes a second.
+ */
+const ARRIVAL_PARTITIONS = 4;
+const ARRIVAL_RETENTION_SECONDS = 14 * 24 * 3600;
 /** Rounds of a tenant's admission lost to concurrent writers before it gives up as rate limited. */
 const ADMISSION_ROUNDS = 5;
 
@@ -55,7 +91,11 @@ const KEY_ATTRIBUTES: readonly string[] = [
   RUNS_TABLE.sortKey,
   RUNS_TABLE.byThread.partitionKey,
   RUNS_TABLE.byTenant.partitionKey,
+  RUNS_TABLE.byKey.partitionKey,
+  RUNS_TABLE.byKey.sortKey,
   RUNS_TABLE.timeToLive,
+  // Who holds a thread's or a tenant's places (a string set of run ids): the store's, for giving each back once.
+  'holders',
 ];
 
 /**
@@ -76,7 +116,7 @@ const THROTTLING = new Set([
  * their asks, and agents; run_events holds each event as a JSON string under (`runId`, `seq`).
  */
 export class DynamoRunStore implements RunStore {
-  readonly usage: StoreUsage = { readRequests: 0, writeRequests: 0, writeUnits: 0 };
+  readonly usage: StoreUsage = { readRequests: 0, writeRequests: 0, writeUnits: 0, usageRecordUnits: 0 };
   private readonly doc: DynamoDBDocumentClient;
   private readonly tables: TableNames;
 
@@ -95,53 +135,157 @@ export class DynamoRunStore implements RunStore {
     return item && domain<Thread>(item);
   }
 
-  async createThread(thread: Thread): Promise<boolean> {
-    return this.putNew({ ...threadItemKey(thread), ...thread });
+  async createThread(thread: Thread, holder: string): Promise<boolean> {
+    return this.putNew({ ...threadItemKey(thread), ...thread, holders: new Set([holder]) });
   }
 
-  async reserveArrival(thread: ThreadRef, limit: number | undefined): Promise<number | undefined> {
+  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<number | undefined> {
     const limited = limit !== undefined;
     // One conditional ADD takes the number and the place together, so concurrent arrivals can
-    // neither share a number nor overfill the thread.
+    // neither share a number nor overfill the thread; the place is the holder's, so a run takes one once.
+    const names = { '#arrivals': 'arrivals', '#unsettled': 'unsettled', '#holders': 'holders' };
     const attributes = await this.update({
       Key: threadItemKey(thread),
-      UpdateExpression: 'ADD #arrivals :one, #unsettled :one',
-      ConditionExpression: limited ? 'attribute_exists(pk) AND #unsettled < :limit' : 'attribute_exists(pk)',
-      ExpressionAttributeNames: { '#arrivals': 'arrivals', '#unsettled': 'unsettled' },
+      UpdateExpression: 'ADD #arrivals :one, #unsettled :one, #holders :holder',
+      ConditionExpression: `attribute_exists(pk) AND NOT contains(#holders, :id)${limited ? ' AND #unsettled < :limit' : ''}`,
+      ExpressionAttributeNames: names,
       // DynamoDB rejects a value placeholder the expressions do not use, hence two shapes.
-      ExpressionAttributeValues: limited ? { ':one': 1, ':limit': limit } : { ':one': 1 },
+      ExpressionAttributeValues: { ':one': 1, ':holder': new Set([holder]), ':id': holder, ...(limited ? { ':limit': limit } : {}) },
       ReturnValues: 'UPDATED_NEW',
     });
-    return attributes?.arrivals as number | undefined;
+    if (attributes) return attributes.arrivals as number;
+    // A run that holds a place already (its request came again after a crash) takes a new number only.
+    const held = await this.get(threadItemKey(thread));
+    if (!holds(held, holder)) return undefined;
+    const numbered = await this.update({
+      Key: threadItemKey(thread),
+      UpdateExpression: 'ADD #arrivals :one',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeNames: { '#arrivals': 'arrivals' },
+      ExpressionAttributeValues: { ':one': 1 },
+      ReturnValues: 'UPDATED_NEW',
+    });
+    return numbered?.arrivals as number | undefined;
   }
 
-  async releasePlace(thread: ThreadRef): Promise<void> {
-    // A failed condition means the count is already zero (a recovery reset it): nothing to give back.
+  async releasePlace(thread: ThreadRef, holder: string): Promise<void> {
+    // Only a place the run holds goes back, in the same write that forgets it: a repeat (a repair,
+    // a retried settle) fails the condition and gives nothing back twice.
     await this.update({
       Key: threadItemKey(thread),
-      UpdateExpression: 'ADD #unsettled :minusOne',
-      ConditionExpression: '#unsettled > :zero',
-      ExpressionAttributeNames: { '#unsettled': 'unsettled' },
-      ExpressionAttributeValues: { ':minusOne': -1, ':zero': 0 },
+      UpdateExpression: 'ADD #unsettled :minusOne DELETE #holders :holder',
+      ConditionExpression: 'contains(#holders, :id)',
+      ExpressionAttributeNames: { '#unsettled': 'unsettled', '#holders': 'holders' },
+      ExpressionAttributeValues: { ':minusOne': -1, ':holder': new Set([holder]), ':id': holder },
     });
   }
 
-  async setUnsettled(thread: ThreadRef, unsettled: number): Promise<void> {
-    await this.setOnThread(thread, 'unsettled', unsettled);
+  async placeHolders(thread: ThreadRef): Promise<string[]> {
+    const item = await this.get(threadItemKey(thread));
+    return [...((item?.holders as Set<string> | undefined) ?? [])];
+  }
+
+  async abandonThread(thread: ThreadRef, holder: string): Promise<void> {
+    const deleted = await this.deleteWhere(
+      threadItemKey(thread),
+      '#arrivals = :one AND contains(#holders, :id)',
+      { '#arrivals': 'arrivals', '#holders': 'holders' },
+      { ':one': 1, ':id': holder },
+    );
+    // Another run arrived on it meanwhile: the thread stays, without the place the failed one held.
+    if (!deleted) await this.releasePlace(thread, holder);
+  }
+
+  async setUnsettled(thread: ThreadRef, holders: readonly string[]): Promise<void> {
+    // Without the condition an update of a missing thread would create a thread item with no fields.
+    await this.update({
+      Key: threadItemKey(thread),
+      UpdateExpression: holders.length > 0 ? 'SET #unsettled = :count, #holders = :holders' : 'SET #unsettled = :count REMOVE #holders',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeNames: { '#unsettled': 'unsettled', '#holders': 'holders' },
+      ExpressionAttributeValues: { ':count': holders.length, ...(holders.length > 0 ? { ':holders': new Set(holders) } : {}) },
+    });
   }
 
   async setWaitingRun(thread: ThreadRef, runId: string): Promise<void> {
     await this.setOnThread(thread, 'waitingRunId', runId);
   }
 
-  async admitTenantRun(tenant: string, limits: TenantLimits): Promise<TenantAdmission> {
+  async noteArrival(arrival: Arrival): Promise<boolean> {
+    const item = {
+      ...arrivalKey(arrival.runId),
+      ...arrival,
+      [RUNS_TABLE.byKey.partitionKey]: arrivalPartition(arrival.runId),
+      [RUNS_TABLE.byKey.sortKey]: arrival.at,
+      // A note the sweep never reached (it is off, or failing) is not kept for ever.
+      [RUNS_TABLE.timeToLive]: Math.floor(Date.parse(arrival.at) / 1000) + ARRIVAL_RETENTION_SECONDS,
+    };
+    this.usage.writeRequests++;
+    this.usage.writeUnits += unitsOf(item) * copiesOf(item);
+    try {
+      await this.doc.send(new PutCommand({ TableName: this.tables.runs, Item: item, ConditionExpression: 'attribute_not_exists(#claimed)', ExpressionAttributeNames: { '#claimed': 'claimed' } }));
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  async claimArrival(arrival: Arrival): Promise<boolean> {
+    if (!fitsKey(arrivalKey(arrival.runId))) return false;
+    const claimed = await this.update({
+      Key: arrivalKey(arrival.runId),
+      UpdateExpression: 'SET #claimed = :yes',
+      ConditionExpression: '#at = :at',
+      ExpressionAttributeNames: { '#claimed': 'claimed', '#at': 'at' },
+      ExpressionAttributeValues: { ':yes': true, ':at': arrival.at },
+    });
+    return claimed !== undefined;
+  }
+
+  async forgetArrival(runId: string): Promise<void> {
+    if (!fitsKey(arrivalKey(runId))) return;
+    this.usage.writeRequests++;
+    this.usage.writeUnits += 2;
+    await this.doc.send(new DeleteCommand({ TableName: this.tables.runs, Key: arrivalKey(runId) }));
+  }
+
+  async listArrivals(before: string, limit: number): Promise<Arrival[]> {
+    const pages = await Promise.all(
+      Array.from({ length: ARRIVAL_PARTITIONS }, async (_, shard) => {
+        this.usage.readRequests++;
+        const page = await this.doc.send(
+          new QueryCommand({
+            TableName: this.tables.runs,
+            IndexName: RUNS_TABLE.byKey.indexName,
+            KeyConditionExpression: '#ix = :partition AND #sort < :before',
+            ExpressionAttributeNames: { '#ix': RUNS_TABLE.byKey.partitionKey, '#sort': RUNS_TABLE.byKey.sortKey },
+            ExpressionAttributeValues: { ':partition': `${ARRIVAL_PREFIX}${shard}`, ':before': before },
+            Limit: limit,
+          }),
+        );
+        return page.Items ?? [];
+      }),
+    );
+    return pages
+      .flat()
+      .map(({ claimed: _claimed, ...item }) => domain<Arrival>(item))
+      .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))
+      .slice(0, limit);
+  }
+
+  async admitTenantRun(tenant: string, holder: string, limits: TenantLimits): Promise<TenantAdmission> {
     const { runsPerWindow, places } = limits;
     const key = tenantKey(tenant);
     // Each write below is one conditional UpdateItem: the place and the window's count are taken
-    // together or not at all. Placeholders are built per write: DynamoDB refuses unused ones.
-    const place = places === undefined ? undefined : { add: '#places :one', check: '(attribute_not_exists(#places) OR #places < :places)' };
-    const placeNames: Record<string, string> = place ? { '#places': 'places' } : {};
-    const placeValues: Item = place ? { ':places': places } : {};
+    // together or not at all. Placeholders are built per write: DynamoDB refuses unused ones. A
+    // place is its run's (a set of holders beside the count), so it goes back once whoever gives it.
+    const place =
+      places === undefined
+        ? undefined
+        : { add: '#places :one, #holders :holder', check: '(attribute_not_exists(#places) OR #places < :places) AND NOT contains(#holders, :id)' };
+    const placeNames: Record<string, string> = place ? { '#places': 'places', '#holders': 'holders' } : {};
+    const placeValues: Item = place ? { ':places': places, ':holder': new Set([holder]), ':id': holder } : {};
     const owner = { names: { '#tenant': 'tenant' }, values: { ':tenant': tenant } };
     if (runsPerWindow === undefined) {
       if (!place) return 'admitted';
@@ -152,7 +296,8 @@ export class DynamoRunStore implements RunStore {
         ExpressionAttributeNames: { ...owner.names, ...placeNames },
         ExpressionAttributeValues: { ...owner.values, ':one': 1, ...placeValues },
       });
-      return taken ? 'admitted' : 'places_full';
+      if (taken) return 'admitted';
+      return holds(await this.get(key), holder) ? 'admitted' : 'places_full';
     }
     const windowNames = { '#window': 'window', '#runs': 'windowRuns' };
     let window = limits.window;
@@ -177,6 +322,8 @@ export class DynamoRunStore implements RunStore {
       if (opened) return 'admitted';
       // Both refused: say which limit holds, or go round again after a writer that raced this one.
       const held = await this.get(key);
+      // The run holds a place already (its request came again after a crash): it is admitted on that one.
+      if (place && holds(held, holder)) return 'admitted';
       if (places !== undefined && ((held?.places as number | undefined) ?? 0) >= places) return 'places_full';
       const heldWindow = (held?.window as number | undefined) ?? window;
       if (heldWindow === window && ((held?.windowRuns as number | undefined) ?? 0) >= runsPerWindow) return 'rate_limited';
@@ -186,18 +333,145 @@ export class DynamoRunStore implements RunStore {
     return 'rate_limited';
   }
 
-  async releaseTenantPlace(tenant: string): Promise<void> {
-    // A failed condition means the count is already zero (a recovery reset it): nothing to give back.
+  async releaseTenantPlace(tenant: string, holder: string): Promise<void> {
+    // As a thread's: only a place the run holds goes back, once.
     await this.update({
       Key: tenantKey(tenant),
-      UpdateExpression: 'ADD #places :minusOne',
-      ConditionExpression: '#places > :zero',
-      ExpressionAttributeNames: { '#places': 'places' },
-      ExpressionAttributeValues: { ':minusOne': -1, ':zero': 0 },
+      UpdateExpression: 'ADD #places :minusOne DELETE #holders :holder',
+      ConditionExpression: 'contains(#holders, :id)',
+      ExpressionAttributeNames: { '#places': 'places', '#holders': 'holders' },
+      ExpressionAttributeValues: { ':minusOne': -1, ':holder': new Set([holder]), ':id': holder },
     });
   }
 
-  async setTenantPlaces(places: ReadonlyMap<string, number>): Promise<void> {
+  async getTenant(tenant: string): Promise<Tenant | undefined> {
+    const item = await this.get(tenantKey(tenant));
+    if (!item || (item.budget === undefined && item.spendPeriod === undefined)) return undefined;
+    const found: Tenant = { tenant };
+    if (item.budget !== undefined) found.budget = item.budget as Budget;
+    if (typeof item.spendPeriod === 'string') {
+      found.spend = { period: item.spendPeriod, tokens: Number(item.spendTokens ?? 0), cost: Number(item.spendCost ?? 0) };
+      if (typeof item.spendCrossedAt === 'string') found.spend.crossedAt = item.spendCrossedAt;
+      if (typeof item.spendCrossedBy === 'string') found.spend.crossedByRunId = item.spendCrossedBy;
+    }
+    return found;
+  }
+
+  async putTenantBudget(tenant: string, budget: Budget | undefined, spend: Spend): Promise<void> {
+    const crossed = spend.crossedAt !== undefined && spend.crossedByRunId !== undefined;
+    const sets = ['#tenant = :tenant', 'spendPeriod = :period', 'spendTokens = :tokens', 'spendCost = :cost'];
+    const removes: string[] = [];
+    (budget ? sets : removes).push(budget ? '#budget = :budget' : '#budget');
+    if (crossed) sets.push('spendCrossedAt = :at', 'spendCrossedBy = :by');
+    else removes.push('spendCrossedAt', 'spendCrossedBy');
+    await this.update({
+      Key: tenantKey(tenant),
+      UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+      ExpressionAttributeNames: { '#tenant': 'tenant', '#budget': 'budget' },
+      ExpressionAttributeValues: {
+        ':tenant': tenant,
+        ':period': spend.period,
+        ':tokens': spend.tokens,
+        ':cost': spend.cost,
+        ...(budget ? { ':budget': budget } : {}),
+        ...(crossed ? { ':at': spend.crossedAt, ':by': spend.crossedByRunId } : {}),
+      },
+    });
+  }
+
+  async chargeTenant(tenant: string, charge: Pick<Spend, 'period' | 'tokens' | 'cost'>): Promise<Spend | undefined> {
+    const key = tenantKey(tenant);
+    for (let round = 0; round < ADMISSION_ROUNDS; round++) {
+      // The common case: the spend is of this period already.
+      const added = await this.update({
+        Key: key,
+        UpdateExpression: 'ADD spendTokens :tokens, spendCost :cost',
+        ConditionExpression: 'spendPeriod = :period',
+        ExpressionAttributeValues: { ':tokens': charge.tokens, ':cost': charge.cost, ':period': charge.period },
+        ReturnValues: 'ALL_NEW',
+      });
+      if (added) return spendOf(added);
+      // The first charge of a period starts its spend; a charge of a period already over adds nothing.
+      const started = await this.update({
+        Key: key,
+        UpdateExpression: 'SET #tenant = :tenant, spendPeriod = :period, spendTokens = :tokens, spendCost = :cost REMOVE spendCrossedAt, spendCrossedBy',
+        ConditionExpression: 'attribute_not_exists(spendPeriod) OR spendPeriod < :period',
+        ExpressionAttributeNames: { '#tenant': 'tenant' },
+        ExpressionAttributeValues: { ':tenant': tenant, ':tokens': charge.tokens, ':cost': charge.cost, ':period': charge.period },
+        ReturnValues: 'ALL_NEW',
+      });
+      if (started) return spendOf(started);
+      const held = await this.get(key);
+      if (typeof held?.spendPeriod === 'string' && held.spendPeriod > charge.period) return undefined;
+    }
+    return undefined;
+  }
+
+  async markBudgetCrossed(tenant: string, period: string, runId: string, at: string): Promise<void> {
+    await this.update({
+      Key: tenantKey(tenant),
+      UpdateExpression: 'SET spendCrossedAt = :at, spendCrossedBy = :by',
+      ConditionExpression: 'spendPeriod = :period AND attribute_not_exists(spendCrossedAt)',
+      ExpressionAttributeValues: { ':at': at, ':by': runId, ':period': period },
+    });
+  }
+
+  async putUsageRecord(record: UsageRecord): Promise<boolean> {
+    const { partitionKey, sortKey } = RUNS_TABLE.byKey;
+    const item = {
+      ...usageKey(record.runId),
+      ...record,
+      [partitionKey]: usagePartition(record.endedAt.slice(0, 7)),
+      [sortKey]: `${escapeTenant(record.tenant)}/${record.endedAt}/${record.runId}`,
+    };
+    this.usage.usageRecordUnits += unitsOf(item) * copiesOf(item);
+    return this.putNew(item);
+  }
+
+  async listUsage(query: UsageQuery): Promise<{ records: UsageRecord[]; cursor?: string }> {
+    const { indexName, partitionKey, sortKey } = RUNS_TABLE.byKey;
+    const start = query.cursor === undefined ? { month: query.from.slice(0, 7) } : decodeUsageCursor(query.cursor, query.tenant ?? '');
+    const lastMonth = query.to.slice(0, 7);
+    const records: UsageRecord[] = [];
+    let month = start.month;
+    let after = start.after;
+    const prefix = query.tenant === undefined ? undefined : `${escapeTenant(query.tenant)}/`;
+    while (month <= lastMonth) {
+      let exclusiveStart: Item | undefined = after;
+      do {
+        this.usage.readRequests++;
+        const page = await this.doc.send(
+          new QueryCommand({
+            TableName: this.tables.runs,
+            IndexName: indexName,
+            KeyConditionExpression: prefix ? '#month = :month AND #key BETWEEN :from AND :to' : '#month = :month',
+            FilterExpression: 'endedAt >= :fromAt AND endedAt < :toAt',
+            ExpressionAttributeNames: { '#month': partitionKey, ...(prefix ? { '#key': sortKey } : {}) },
+            ExpressionAttributeValues: {
+              ':month': usagePartition(month),
+              ':fromAt': query.from,
+              ':toAt': query.to,
+              ...(prefix ? { ':from': `${prefix}${query.from}`, ':to': `${prefix}${query.to}` } : {}),
+            },
+            Limit: query.limit - records.length,
+            ExclusiveStartKey: exclusiveStart,
+          }),
+        );
+        for (const item of page.Items ?? []) records.push(domain<UsageRecord>(item));
+        exclusiveStart = page.LastEvaluatedKey;
+        if (records.length >= query.limit) {
+          const tenant = query.tenant ?? '';
+          if (exclusiveStart) return { records, cursor: encodeUsageCursor({ tenant, month, after: exclusiveStart }) };
+          return month < lastMonth ? { records, cursor: encodeUsageCursor({ tenant, month: nextMonth(month) }) } : { records };
+        }
+      } while (exclusiveStart);
+      month = nextMonth(month);
+      after = undefined;
+    }
+    return { records };
+  }
+
+  async setTenantPlaces(places: ReadonlyMap<string, readonly string[]>): Promise<void> {
     const tenants = new Set(places.keys());
     let start: Item | undefined;
     do {
@@ -215,27 +489,49 @@ export class DynamoRunStore implements RunStore {
       start = page.LastEvaluatedKey;
     } while (start);
     for (const tenant of tenants) {
+      const holders = places.get(tenant) ?? [];
       await this.update({
         Key: tenantKey(tenant),
-        UpdateExpression: 'SET #tenant = :tenant, #places = :places',
-        ExpressionAttributeNames: { '#tenant': 'tenant', '#places': 'places' },
-        ExpressionAttributeValues: { ':tenant': tenant, ':places': places.get(tenant) ?? 0 },
+        UpdateExpression: `SET #tenant = :tenant, #places = :places${holders.length > 0 ? ', #holders = :holders' : ' REMOVE #holders'}`,
+        ExpressionAttributeNames: { '#tenant': 'tenant', '#places': 'places', '#holders': 'holders' },
+        ExpressionAttributeValues: { ':tenant': tenant, ':places': holders.length, ...(holders.length > 0 ? { ':holders': new Set(holders) } : {}) },
       });
     }
   }
 
   async createRun(run: Run): Promise<boolean> {
-    return this.putNew({
+    const created = await this.putNew({
       ...runKey(run.runId),
       ...run,
       [RUNS_TABLE.byThread.partitionKey]: threadKey(run),
       // Only roots are A2A tasks; answers stay out of the tenant index, which pages tasks.
       ...(run.runId === run.rootRunId ? { [RUNS_TABLE.byTenant.partitionKey]: run.tenant } : {}),
     });
+    if (created) await this.indexTask(run);
+    return created;
   }
 
   async getRun(runId: string): Promise<Run | undefined> {
     const item = await this.get(runKey(runId));
+    return item && domain<Run>(item);
+  }
+
+  async getRunOf(tenant: string, runId: string): Promise<Run | undefined> {
+    const key = runKey(runId);
+    if (!fitsKey(key)) return undefined;
+    this.usage.readRequests++;
+    // A GetItem would hand over another tenant's run to be looked at here; the filter leaves it in the table.
+    const result = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tables.runs,
+        KeyConditionExpression: 'pk = :pk AND sk = :sk',
+        FilterExpression: '#tenant = :tenant',
+        ExpressionAttributeNames: { '#tenant': 'tenant' },
+        ExpressionAttributeValues: { ':pk': key.pk, ':sk': key.sk, ':tenant': tenant },
+        ConsistentRead: true,
+      }),
+    );
+    const item = result.Items?.[0];
     return item && domain<Run>(item);
   }
 
@@ -270,29 +566,78 @@ export class DynamoRunStore implements RunStore {
     return runs;
   }
 
-  async listRootRuns(tenant: string, page: { limit: number; cursor?: string }): Promise<{ runs: Run[]; cursor?: string }> {
-    if (!Number.isInteger(page.limit) || page.limit < 1) throw new RangeError(`page limit must be a positive integer, got ${page.limit}`);
-    const { indexName, partitionKey, sortKey } = RUNS_TABLE.byTenant;
+  async pageRunsByStatus(status: RunStatus, page: { limit: number; cursor?: string }): Promise<{ runs: Run[]; cursor?: string }> {
     this.usage.readRequests++;
-    // One item past the page tells whether another page exists, so the last page carries no
-    // cursor (DynamoDB's own LastEvaluatedKey is set whenever Limit was reached).
+    // Scan's Limit counts the items read, not those the filter keeps: a page may hold fewer runs than asked, even none, and go on.
+    const found = await this.doc.send(
+      new ScanCommand({
+        TableName: this.tables.runs,
+        FilterExpression: '#sk = :run AND #status = :status',
+        ExpressionAttributeNames: { '#sk': RUNS_TABLE.sortKey, '#status': 'status' },
+        ExpressionAttributeValues: { ':run': RUN_ITEM, ':status': status },
+        Limit: page.limit,
+        ExclusiveStartKey: page.cursor === undefined ? undefined : (JSON.parse(page.cursor) as Item),
+      }),
+    );
+    const runs = (found.Items ?? []).map((item) => domain<Run>(item));
+    return found.LastEvaluatedKey ? { runs, cursor: JSON.stringify(found.LastEvaluatedKey) } : { runs };
+  }
+
+  async listTasks(tenant: string, query: TaskIndexQuery): Promise<{ runs: Run[]; cursor?: string }> {
+    if (!Number.isInteger(query.limit) || query.limit < 1) throw new RangeError(`page limit must be a positive integer, got ${query.limit}`);
+    // A task's state is a partition of `byKey` of its own; without one, the roots come from the
+    // thread's or the tenant's index, the agent (and a state time) left to a filter.
+    const { indexName, partitionKey, sortKey } =
+      query.state !== undefined ? RUNS_TABLE.byKey : query.threadId !== undefined ? RUNS_TABLE.byThread : RUNS_TABLE.byTenant;
+    const partition =
+      query.state !== undefined
+        ? taskStatePartition(tenant, query.agentId, query.state)
+        : query.threadId !== undefined
+          ? threadKey({ tenant, threadId: query.threadId })
+          : tenant;
+    const names: Record<string, string> = { '#partition': partitionKey, '#agent': 'agentId' };
+    const values: Item = { ':partition': partition, ':agent': query.agentId };
+    const filters = ['#agent = :agent'];
+    if (query.state !== undefined) {
+      if (query.threadId !== undefined) {
+        names['#thread'] = 'threadId';
+        values[':thread'] = query.threadId;
+        filters.push('#thread = :thread');
+      }
+      if (query.stateAfter !== undefined) {
+        names['#at'] = 'stateAt';
+        values[':at'] = query.stateAfter;
+        filters.push('#at > :at');
+      }
+    } else if (query.threadId !== undefined) {
+      names['#root'] = 'rootRunId';
+      names['#run'] = 'runId';
+      filters.push('#root = #run');
+    }
+    this.usage.readRequests++;
+    // One item past the page tells whether another page exists (DynamoDB's own LastEvaluatedKey is set whenever Limit was reached).
     const result = await this.doc.send(
       new QueryCommand({
         TableName: this.tables.runs,
         IndexName: indexName,
-        KeyConditionExpression: '#tenant = :tenant',
-        ExpressionAttributeNames: { '#tenant': partitionKey },
-        ExpressionAttributeValues: { ':tenant': tenant },
+        KeyConditionExpression: '#partition = :partition',
+        FilterExpression: filters.join(' AND '),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
         ScanIndexForward: false,
-        Limit: page.limit + 1,
-        ExclusiveStartKey: page.cursor === undefined ? undefined : decodeCursor(page.cursor, tenant),
+        Limit: query.limit + 1,
+        ExclusiveStartKey: query.cursor === undefined ? undefined : decodeCursor(query.cursor, partitionKey, partition),
       }),
     );
     const items = result.Items ?? [];
-    const runs = items.slice(0, page.limit).map((item) => domain<Run>(item));
-    if (items.length <= page.limit) return { runs };
-    const last = items[page.limit - 1];
-    // A GSI's start key needs the index key and the table key of the last item returned.
+    const page = items.slice(0, query.limit);
+    const runs =
+      query.state === undefined
+        ? page.map((item) => domain<Run>(item))
+        : (await Promise.all(page.map((item) => this.getRun(item.taskId as string)))).filter((run): run is Run => run !== undefined);
+    // The item that ends the page, or the last one read when the filter kept fewer than a page.
+    const last = items.length > query.limit ? items[query.limit - 1] : result.LastEvaluatedKey;
+    if (!last) return { runs };
     return { runs, cursor: encodeCursor({ pk: last.pk, sk: last.sk, [partitionKey]: last[partitionKey], [sortKey]: last[sortKey] }) };
   }
 
@@ -322,7 +667,7 @@ export class DynamoRunStore implements RunStore {
       ExpressionAttributeValues: values,
       ReturnValues: 'ALL_NEW',
     });
-    return item && this.written(domain<Run>(item), item);
+    return item && this.indexed(this.written(domain<Run>(item), item));
   }
 
   async closeAsks(
@@ -355,7 +700,45 @@ export class DynamoRunStore implements RunStore {
       ExpressionAttributeValues: values,
       ReturnValues: 'ALL_NEW',
     });
-    return item && this.written(domain<Run>(item), item);
+    return item && this.indexed(this.written(domain<Run>(item), item));
+  }
+
+  async forgetClosingEvents(runId: string): Promise<void> {
+    await this.update({
+      Key: runKey(runId),
+      UpdateExpression: 'REMOVE #closing',
+      ConditionExpression: 'attribute_exists(#closing)',
+      ExpressionAttributeNames: { '#closing': 'closingEvents' },
+    });
+  }
+
+  async reopenAsks(
+    runId: string,
+    changes: Record<string, { state: Exclude<AskState, 'open'>; closedByRunId?: string }>,
+  ): Promise<Run | undefined> {
+    const entries = Object.entries(changes);
+    if (entries.length === 0) return this.getRun(runId);
+    const names: Record<string, string> = { '#asks': 'asks', '#state': 'state', '#closedBy': 'closedByRunId', '#reopened': 'asksReopened' };
+    const values: Item = { ':open': 'open', ':one': 1 };
+    const sets: string[] = [];
+    const removes: string[] = [];
+    const conditions: string[] = [];
+    entries.forEach(([askId, change], i) => {
+      names[`#a${i}`] = askId;
+      values[`:c${i}`] = change.closedByRunId ?? '';
+      sets.push(`#asks.#a${i}.#state = :open`);
+      removes.push(`#asks.#a${i}.#closedBy`);
+      conditions.push(`#asks.#a${i}.#closedBy = :c${i}`);
+    });
+    const item = await this.update({
+      Key: runKey(runId),
+      UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')} ADD #reopened :one`,
+      ConditionExpression: conditions.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ReturnValues: 'ALL_NEW',
+    });
+    return item && this.indexed(this.written(domain<Run>(item), item));
   }
 
   async appendEvents(events: StoredEvent[]): Promise<void> {
@@ -374,6 +757,25 @@ export class DynamoRunStore implements RunStore {
     const results = await Promise.allSettled(batches.map((batch) => this.writeBatch(batch)));
     const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
     if (failed) throw failed.reason;
+  }
+
+  async appendNew(events: StoredEvent[]): Promise<number[]> {
+    const taken: number[] = [];
+    let next = 0;
+    // One conditional PutItem per event (BatchWriteItem takes no conditions), a bounded number in
+    // flight; each costs the write units a batched put would.
+    const writer = async () => {
+      while (next < events.length) {
+        const stored = events[next++];
+        stored.json ??= JSON.stringify(stored.event);
+        const item = { runId: stored.runId, seq: stored.seq, e: stored.json };
+        if (!(await this.putEventIfNew(item))) taken.push(stored.seq);
+      }
+    };
+    const results = await Promise.allSettled(Array.from({ length: Math.min(NEW_EVENTS_IN_FLIGHT, events.length) }, writer));
+    const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failed) throw failed.reason;
+    return taken.sort((a, b) => a - b);
   }
 
   async readEvents(runId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
@@ -517,20 +919,106 @@ export class DynamoRunStore implements RunStore {
   }
 
   async releaseMessage(claim: MessageClaim): Promise<void> {
+    await this.deleteWhere(messageClaimKey(claim.key), '#runId = :runId', { '#runId': 'runId' }, { ':runId': claim.runId });
+  }
+
+  async putProvider(provider: LinkProvider): Promise<boolean> {
+    // An update, not a put: the places its runs hold are the record's, not the admin's.
+    const before = await this.update({
+      Key: providerKey(provider.providerId),
+      UpdateExpression: 'SET #id = :id, #key = :key, #agents = :agents, #max = :max, #created = if_not_exists(#created, :created)',
+      ExpressionAttributeNames: { '#id': 'providerId', '#key': 'publicKey', '#agents': 'agents', '#max': 'maxConcurrentRuns', '#created': 'createdAt' },
+      ExpressionAttributeValues: { ':id': provider.providerId, ':key': provider.publicKey, ':agents': provider.agents, ':max': provider.maxConcurrentRuns, ':created': provider.createdAt },
+      ReturnValues: 'UPDATED_OLD',
+    });
+    return before?.providerId === undefined;
+  }
+
+  async getProvider(providerId: string): Promise<(LinkProvider & { places: number }) | undefined> {
+    const item = await this.get(providerKey(providerId));
+    return item && providerOf(item);
+  }
+
+  async listProviders(): Promise<(LinkProvider & { places: number })[]> {
+    const items = await this.queryAll({
+      TableName: this.tables.runs,
+      KeyConditionExpression: 'pk = :providers',
+      ExpressionAttributeValues: { ':providers': PROVIDER_PARTITION },
+      ConsistentRead: true,
+    });
+    return items.map(providerOf);
+  }
+
+  async deleteProvider(providerId: string): Promise<boolean> {
+    if (!fitsKey(providerKey(providerId))) return false;
+    this.usage.writeRequests++;
+    this.usage.writeUnits += 1;
+    const result = await this.doc.send(new DeleteCommand({ TableName: this.tables.runs, Key: providerKey(providerId), ReturnValues: 'ALL_OLD' }));
+    return result.Attributes !== undefined;
+  }
+
+  async takeProviderPlace(providerId: string, limit: number): Promise<boolean> {
+    const taken = await this.update({
+      Key: providerKey(providerId),
+      UpdateExpression: 'ADD #places :one',
+      ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(#places) OR #places < :limit)',
+      ExpressionAttributeNames: { '#places': 'places' },
+      ExpressionAttributeValues: { ':one': 1, ':limit': limit },
+    });
+    return taken !== undefined;
+  }
+
+  async releaseProviderPlace(providerId: string): Promise<void> {
+    // A failed condition: none held (a recovery reset them) or the provider is gone: nothing to give back.
+    await this.update({
+      Key: providerKey(providerId),
+      UpdateExpression: 'ADD #places :minusOne',
+      ConditionExpression: '#places > :zero',
+      ExpressionAttributeNames: { '#places': 'places' },
+      ExpressionAttributeValues: { ':minusOne': -1, ':zero': 0 },
+    });
+  }
+
+  async resetProviderPlaces(): Promise<void> {
+    for (const provider of await this.listProviders()) {
+      if (provider.places === 0) continue;
+      await this.update({
+        Key: providerKey(provider.providerId),
+        UpdateExpression: 'SET #places = :zero',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#places': 'places' },
+        ExpressionAttributeValues: { ':zero': 0 },
+      });
+    }
+  }
+
+  async updateRunLink(runId: string, expectedRev: number | undefined, link: RunLink): Promise<Run | undefined> {
+    const item = await this.update({
+      Key: runKey(runId),
+      UpdateExpression: 'SET #link = :link',
+      ConditionExpression:
+        expectedRev === undefined
+          ? '#status IN (:running, :cancelling) AND attribute_not_exists(#link)'
+          : '#status IN (:running, :cancelling) AND #link.#rev = :rev',
+      ExpressionAttributeNames: { '#status': 'status', '#link': 'link', ...(expectedRev === undefined ? {} : { '#rev': 'rev' }) },
+      ExpressionAttributeValues: { ':running': 'running', ':cancelling': 'cancelling', ':link': link, ...(expectedRev === undefined ? {} : { ':rev': expectedRev }) },
+      ReturnValues: 'ALL_NEW',
+    });
+    return item && this.written(domain<Run>(item), item);
+  }
+
+  /** A DeleteItem on the runs table under a condition; false when the condition failed. */
+  private async deleteWhere(key: Item, condition: string, names: Record<string, string>, values: Item): Promise<boolean> {
     this.usage.writeRequests++;
     this.usage.writeUnits += 1;
     try {
       await this.doc.send(
-        new DeleteCommand({
-          TableName: this.tables.runs,
-          Key: messageClaimKey(claim.key),
-          ConditionExpression: '#runId = :runId',
-          ExpressionAttributeNames: { '#runId': 'runId' },
-          ExpressionAttributeValues: { ':runId': claim.runId },
-        }),
+        new DeleteCommand({ TableName: this.tables.runs, Key: key, ConditionExpression: condition, ExpressionAttributeNames: names, ExpressionAttributeValues: values }),
       );
+      return true;
     } catch (err) {
-      if (!isConditionFailure(err)) throw err;
+      if (isConditionFailure(err)) return false;
+      throw err;
     }
   }
 
@@ -544,7 +1032,7 @@ export class DynamoRunStore implements RunStore {
 
   private async putNew(item: Item): Promise<boolean> {
     this.usage.writeRequests++;
-    this.usage.writeUnits += unitsOf(item);
+    this.usage.writeUnits += unitsOf(item) * copiesOf(item);
     try {
       await this.doc.send(new PutCommand({ TableName: this.tables.runs, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
       return true;
@@ -575,11 +1063,48 @@ export class DynamoRunStore implements RunStore {
    * its units come from the item as written, which ALL_NEW already returned.
    */
   private written(run: Run, item: Item): Run {
-    this.usage.writeUnits += unitsOf(item) - 1;
+    this.usage.writeUnits += unitsOf(item) * copiesOf(item) - 1;
     return run;
   }
 
-  private async setOnThread(thread: ThreadRef, attribute: 'unsettled' | 'waitingRunId', value: unknown): Promise<void> {
+  /**
+   * The task index: an item per task (`task#<root run id>`, sk `index`) with its state and that
+   * state's time as the lineage's tail run last wrote them, in `byKey` under a partition per
+   * tenant, agent and state, sorted by the root's creation. Written right after the run's own
+   * write (DynamoDB returns the run as written, of which the state is a function); a writer that
+   * dies between the two leaves the entry a step behind until the run's next write, and ListTasks
+   * checks every task it lists against the record.
+   */
+  private async indexTask(run: Run): Promise<void> {
+    const state = taskStateOf(run);
+    const { partitionKey, sortKey } = RUNS_TABLE.byKey;
+    const root = run.runId === run.rootRunId;
+    const names: Record<string, string> = { '#ix': partitionKey, '#arrival': 'tailArrival', '#state': 'state', '#at': 'stateAt' };
+    const values: Item = { ':ix': taskStatePartition(run.tenant, run.agentId, state), ':arrival': run.arrival, ':state': state, ':at': taskStateAt(run) };
+    const sets = ['#ix = :ix', '#arrival = :arrival', '#state = :state', '#at = :at'];
+    if (root) {
+      Object.assign(names, { '#sort': sortKey, '#task': 'taskId', '#tenant': 'tenant', '#agent': 'agentId', '#thread': 'threadId', '#created': 'createdAt' });
+      Object.assign(values, { ':sort': `${run.createdAt}/${digest(run.runId)}`, ':task': run.runId, ':tenant': run.tenant, ':agent': run.agentId, ':thread': run.threadId, ':created': run.createdAt });
+      sets.push('#sort = :sort', '#task = :task', '#tenant = :tenant', '#agent = :agent', '#thread = :thread', '#created = :created');
+    }
+    // The root's writes count while it is the tail; an answer run is the tail from its creation on.
+    // A unit for the item, one more for its copy in byKey (`update` counts the first).
+    this.usage.writeUnits += 1;
+    await this.update({
+      Key: { pk: taskPartition(run.rootRunId), sk: TASK_INDEX_ITEM },
+      UpdateExpression: `SET ${sets.join(', ')}`,
+      ConditionExpression: root ? 'attribute_not_exists(#arrival) OR #arrival = :arrival' : 'attribute_exists(#arrival) AND #arrival <= :arrival',
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
+  }
+
+  private async indexed(run: Run): Promise<Run> {
+    await this.indexTask(run);
+    return run;
+  }
+
+  private async setOnThread(thread: ThreadRef, attribute: 'waitingRunId', value: unknown): Promise<void> {
     // Without the condition an update of a missing thread would create a thread item with no fields.
     await this.update({
       Key: threadItemKey(thread),
@@ -600,6 +1125,27 @@ export class DynamoRunStore implements RunStore {
       start = page.LastEvaluatedKey;
     } while (start);
     return items;
+  }
+
+  /** False when the seq was stored already. Throttling and outages are retried as a batch's are. */
+  private async putEventIfNew(item: Item): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      this.usage.writeRequests++;
+      this.usage.writeUnits += eventUnits(item);
+      try {
+        await this.doc.send(
+          new PutCommand({ TableName: this.tables.runEvents, Item: item, ConditionExpression: 'attribute_not_exists(seq)' }),
+        );
+        return true;
+      } catch (err) {
+        if (isConditionFailure(err)) return false;
+        if (!isUnavailable(err)) throw err;
+        if (attempt === BATCH_ATTEMPTS) {
+          throw new StoreUnavailable(`run_events did not take event ${String(item.seq)} after ${BATCH_ATTEMPTS} attempts: ${(err as Error).message}`, { cause: err });
+        }
+        await delay(Math.random() * BATCH_BACKOFF_MS * 2 ** attempt);
+      }
+    }
   }
 
   private async writeBatch(batch: Item[]): Promise<void> {
@@ -638,12 +1184,80 @@ function threadItemKey(thread: ThreadRef): Item {
   return { pk: `thread#${threadKey(thread)}`, sk: THREAD_ITEM };
 }
 
+function arrivalKey(runId: string): Item {
+  return { pk: `${ARRIVAL_PREFIX}${runId}`, sk: ARRIVAL_ITEM };
+}
+
+/** A run's arrival note goes to one of the `byKey` partitions `arrival#0` … by its id's hash: a burst of arrivals is spread over them. */
+function arrivalPartition(runId: string): string {
+  return `${ARRIVAL_PREFIX}${createHash('sha256').update(runId).digest()[0] % ARRIVAL_PARTITIONS}`;
+}
+
 function tenantKey(tenant: string): Item {
   return { pk: `tenant#${tenant}`, sk: TENANT_ITEM };
 }
 
+function usageKey(runId: string): Item {
+  return { pk: `usage#${runId}`, sk: 'usage' };
+}
+
+/** A tenant in a sort key before a "/": its own "%" and "/" escaped, as `threadKey` does. */
+function escapeTenant(tenant: string): string {
+  return tenant.replaceAll('%', '%25').replaceAll('/', '%2F');
+}
+
+/** The partition of the `byKey` index that holds the usage records of a UTC month. */
+function usagePartition(month: string): string {
+  return `usage#${month}`;
+}
+
+function nextMonth(month: string): string {
+  const [year, number] = month.split('-').map(Number);
+  return new Date(Date.UTC(year, number, 1)).toISOString().slice(0, 7);
+}
+
+function spendOf(item: Item): Spend {
+  const spend: Spend = { period: String(item.spendPeriod), tokens: Number(item.spendTokens ?? 0), cost: Number(item.spendCost ?? 0) };
+  if (typeof item.spendCrossedAt === 'string') spend.crossedAt = item.spendCrossedAt;
+  if (typeof item.spendCrossedBy === 'string') spend.crossedByRunId = item.spendCrossedBy;
+  return spend;
+}
+
+/** A usage listing's place: whose listing (a tenant, or '' for every tenant's), the month it is on, and DynamoDB's key within it. */
+function encodeUsageCursor(place: { tenant: string; month: string; after?: Item }): string {
+  return Buffer.from(JSON.stringify(place)).toString('base64url');
+}
+
+/** A cursor comes back from a caller: only the shape we issue, for the listing asking. */
+function decodeUsageCursor(cursor: string, tenant: string): { month: string; after?: Item } {
+  let place: unknown;
+  try {
+    place = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    place = undefined;
+  }
+  const valid =
+    typeof place === 'object' &&
+    place !== null &&
+    (place as { tenant?: unknown }).tenant === tenant &&
+    typeof (place as { month?: unknown }).month === 'string' &&
+    /^\d{4}-\d{2}$/.test((place as { month: string }).month) &&
+    ((place as { after?: unknown }).after === undefined || typeof (place as { after?: unknown }).after === 'object');
+  if (!valid) throw new RangeError('invalid page cursor');
+  return place as { month: string; after?: Item };
+}
+
 function runKey(runId: string): Item {
   return { pk: `run#${runId}`, sk: RUN_ITEM };
+}
+
+function providerKey(providerId: string): Item {
+  return { pk: PROVIDER_PARTITION, sk: providerId };
+}
+
+function providerOf(item: Item): LinkProvider & { places: number } {
+  const { places, ...provider } = domain<LinkProvider & { places?: number }>(item);
+  return { ...provider, places: Number(places ?? 0) };
 }
 
 function agentKey(agentId: string): Item {
@@ -652,6 +1266,15 @@ function agentKey(agentId: string): Item {
 
 function taskPartition(taskId: string): string {
   return `task#${taskId}`;
+}
+
+/** The `byKey` partition of a tenant's tasks at an agent in one state (hashed: the ids may be long, the key may not). */
+function taskStatePartition(tenant: string, agentId: string, state: number): string {
+  return `tasks#${digest(JSON.stringify([tenant, agentId]))}#${state}`;
+}
+
+function digest(text: string): string {
+  return createHash('sha256').update(text).digest('base64url');
 }
 
 function pushConfigKey(taskId: string, configId: string): Item {
@@ -672,12 +1295,23 @@ function fitsKey(key: Item): boolean {
   return fits(key.pk as string, PARTITION_KEY_BYTES) && fits(key.sk as string, SORT_KEY_BYTES);
 }
 
+/** Whether a thread's or a tenant's item counts `holder` among those holding its places. */
+function holds(item: Item | undefined, holder: string): boolean {
+  return (item?.holders as Set<string> | undefined)?.has(holder) ?? false;
+}
+
 function domain<T>(item: Item): T {
   const object: Item = {};
   for (const key of Object.keys(item)) {
     if (!KEY_ATTRIBUTES.includes(key)) object[key] = item[key];
   }
   return object as T;
+}
+
+/** The table's copy of an item and one in each index whose key the item has (each projects the whole item). */
+function copiesOf(item: Item): number {
+  const indexes = [RUNS_TABLE.byThread.partitionKey, RUNS_TABLE.byTenant.partitionKey, RUNS_TABLE.byKey.partitionKey];
+  return 1 + indexes.filter((key) => item[key] !== undefined).length;
 }
 
 /** Approximates DynamoDB's item size (names plus values) by the item's JSON. */
@@ -695,22 +1329,22 @@ function encodeCursor(key: Item): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');
 }
 
-/** A cursor comes back from a caller: accept only the shape we issue, for the tenant asking. */
-function decodeCursor(cursor: string, tenant: string): Item {
-  const { partitionKey, sortKey } = RUNS_TABLE.byTenant;
+/** A cursor comes back from a caller: accept only the shape we issue, for the index partition of the listing asking. */
+function decodeCursor(cursor: string, partitionKey: string, partition: string): Item {
   let key: unknown;
   try {
     key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     key = undefined;
   }
-  const fields = [RUNS_TABLE.partitionKey, RUNS_TABLE.sortKey, partitionKey, sortKey];
   const valid =
     typeof key === 'object' &&
     key !== null &&
-    Object.keys(key).length === fields.length &&
-    fields.every((field) => typeof (key as Item)[field] === 'string') &&
-    (key as Item)[partitionKey] === tenant;
+    Object.keys(key).length === 4 &&
+    typeof (key as Item)[RUNS_TABLE.partitionKey] === 'string' &&
+    typeof (key as Item)[RUNS_TABLE.sortKey] === 'string' &&
+    (key as Item)[partitionKey] === partition &&
+    Object.values(key).every((value) => typeof value === 'string' || typeof value === 'number');
   if (!valid) throw new RangeError('invalid page cursor');
   return key as Item;
 }

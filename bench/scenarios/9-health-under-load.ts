@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto';
+import type { LocalStoreKind } from '../../lambdas/runtimes/local.js';
+import type { Bench, Row } from '../support/bench.js';
+import { row } from '../support/bench.js';
+import { probeHealth } from '../support/health.js';
+import { readRun, runProblem } from '../support/sse-reader.js';
+import { percentile, spread } from '../support/stats.js';
+
+const NAME = '/healthz under load';
+/** Under the 350 KB limit of a run's input, as issue 14's first load. */
+const LARGE = 'x'.repeat(340 * 1024 - 512);
+
+type Loop = { p50: number; p99: number; max: number } | undefined;
+
+/**
+ * `/healthz` probed every 20 ms under issue 14's loads, with how late the gateway's event loop ran
+ * meanwhile: 300 concurrent POSTs of a 340 KB message each (those admission refuses answer 503),
+ * and 12 readers that never read a run of 100 events of 380 KB. The reference is the same probe
+ * with nothing else going on. Target: p99 ≤ 50 ms under every load.
+ */
+export async function healthUnderLoad(bench: Bench, store: LocalStoreKind): Promise<Row[]> {
+  const posts = bench.quick ? 100 : 300;
+  const reps = bench.quick ? 1 : 2;
+  const gateway = await bench.startGateway('local', `scenario-9-${store}`, store);
+  const measured = async <T>(during: () => Promise<T>) => {
+    await gateway.child.call('loopDelayStart');
+    const probed = await probeHealth(gateway.url, during());
+    return { ...probed, loop: await gateway.child.call<Loop>('loopDelayStop') };
+  };
+  try {
+    await gateway.registerAgent('small', { events: 6, intervalMs: 0, deltaChars: 8 });
+    await gateway.registerAgent('heavy', { events: 104, intervalMs: 20, deltaChars: 380 * 1024 });
+    const quiet = await measured(() => new Promise((resolve) => setTimeout(resolve, 2_000)));
+
+    const burst = async () => {
+      const outcomes = await Promise.all(Array.from({ length: posts }, () => postLarge(`${gateway.url}/agui/small`)));
+      return { taken: outcomes.filter((status) => status === 200).length, refused: outcomes.filter((status) => status === 503).length };
+    };
+    const unread = async () => {
+      const runId = randomUUID();
+      let headers!: () => void;
+      const accepted = new Promise<void>((resolve) => (headers = resolve));
+      const run = readRun(`${gateway.url}/agui/heavy`, { threadId: randomUUID(), runId }, headers);
+      await accepted;
+      const readers = await Promise.all(Array.from({ length: 12 }, () => stalledReader(`${gateway.url}/agui/heavy/runs/${runId}/events`)));
+      const read = await run;
+      await Promise.all(readers.map((reader) => reader.body?.cancel()));
+      const problem = runProblem(read, 104);
+      if (problem) throw new Error(`the heavy run failed: ${problem}`);
+    };
+
+    const p99 = { burst: [] as number[], readers: [] as number[] };
+    const p50 = { burst: [] as number[], readers: [] as number[] };
+    const loop = { burst: [] as number[], readers: [] as number[] };
+    for (let rep = 0; rep < reps; rep++) {
+      const loaded = await gateway.profiled(`burst-${rep + 1}`, () => measured(burst));
+      const stalled = await gateway.profiled(`readers-${rep + 1}`, () => measured(unread));
+      for (const [key, got] of [['burst', loaded], ['readers', stalled]] as const) {
+        p99[key].push(percentile(got.latencies, 99));
+        p50[key].push(percentile(got.latencies, 50));
+        loop[key].push(got.loop?.p99 ?? Number.NaN);
+      }
+      bench.log(
+        `  rep ${rep + 1}: ${posts} × 340 KB POSTs (${loaded.value.taken} taken, ${loaded.value.refused} refused 503): /healthz p50 ${p50.burst.at(-1)!.toFixed(1)} / p99 ${p99.burst.at(-1)!.toFixed(1)} ms, event loop p99 ${fmt(loaded.loop?.p99)} max ${fmt(loaded.loop?.max)} ms; ` +
+          `12 unread readers: /healthz p50 ${p50.readers.at(-1)!.toFixed(1)} / p99 ${p99.readers.at(-1)!.toFixed(1)} ms, event loop p99 ${fmt(stalled.loop?.p99)} max ${fmt(stalled.loop?.max)} ms`,
+      );
+    }
+    const reference = percentile(quiet.latencies, 99);
+    bench.log(`  alone: /healthz p50 ${percentile(quiet.latencies, 50).toFixed(1)} / p99 ${reference.toFixed(1)} ms, event loop p99 ${fmt(quiet.loop?.p99)} ms`);
+    const base = { scenario: 9, name: NAME, unit: 'ms' };
+    return [
+      row({ ...base, metric: `GET /healthz p99, ${posts} × 340 KB POSTs at once`, reference, referenceIs: 'p99 with no load', target: '≤ 50 ms' }, spread(p99.burst), (v) => v <= 50),
+      row({ ...base, metric: 'GET /healthz p50, meanwhile', reference: percentile(quiet.latencies, 50), referenceIs: 'p50 with no load', target: null }, spread(p50.burst)),
+      row({ ...base, metric: "gateway's event loop delay p99, meanwhile", reference: quiet.loop?.p99 ?? null, referenceIs: 'with no load', target: null }, spread(loop.burst)),
+      row({ ...base, metric: 'GET /healthz p99, 12 readers that never read 100 × 380 KB', reference, referenceIs: 'p99 with no load', target: '≤ 50 ms' }, spread(p99.readers), (v) => v <= 50),
+      row({ ...base, metric: 'GET /healthz p50, meanwhile', reference: percentile(quiet.latencies, 50), referenceIs: 'p50 with no load', target: null }, spread(p50.readers)),
+      row({ ...base, metric: "gateway's event loop delay p99, meanwhile", reference: quiet.loop?.p99 ?? null, referenceIs: 'with no load', target: null }, spread(loop.readers)),
+    ];
+  } finally {
+    await gateway.stop();
+  }
+}
+
+const fmt = (ms: number | undefined) => (ms === undefined ? '—' : ms.toFixed(1));
+
+/** One run with a 340 KB message, read to its end: its status (503 when admission refused it). */
+async function postLarge(url: string): Promise<number> {
+  const runId = randomUUID();
+  const body = JSON.stringify({ threadId: randomUUID(), runId, messages: [{ id: `m-${runId}`, role: 'user', content: LARGE }], tools: [], context: [], state: {}, forwardedProps: {} });
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+/** A reader of a run's events that takes nothing past the response's head (fetch reads its socket only as its body is taken). */
+async function stalledReader(url: string): Promise<Response> {
+  return fetch(url, { headers: { accept: 'text/event-stream' } });
+}

@@ -1,0 +1,18 @@
+import { createHash } from 'node:crypto';
+import type { LinkKeys } from '../../core/ports.js';
+import { normalizePublicKey, privateKeyOf, rawPublicKey, signText, verifyText } from '../../link/ed25519.js';
+
+/**
+ * funduq's link key, derived from a secret string (SHA-256 of it is the Ed25519 seed): every
+ * function reading the same secret (a file in the data dir, a Secrets Manager secret) has the same
+ * key, with no key material to hand around.
+ */
+export function linkKeysFromSecret(secret: string): LinkKeys {
+  const privateKey = privateKeyOf(createHash('sha256').update(secret, 'utf8').digest());
+  return {
+    publicKey: rawPublicKey(privateKey),
+    sign: (text) => signText(privateKey, text),
+    verify: verifyText,
+    normalize: normalizePublicKey,
+  };
+}

@@ -1,0 +1,57 @@
+import type { RunStore } from '../../core/ports.js';
+
+/** How long a chain of work may run before it lets the event loop turn. */
+const SLICE_MS = 4;
+
+/** When the current slice of work began; cleared when the loop turns, and when a chain that waited goes on. */
+let sliceStart: number | undefined;
+
+/** Whether the work of this slice has run long enough that the next step should wait its turn. */
+function sliceSpent(): boolean {
+  const at = performance.now();
+  if (sliceStart === undefined) {
+    sliceStart = at;
+    setImmediate(() => (sliceStart = undefined));
+    return false;
+  }
+  return at - sliceStart > SLICE_MS;
+}
+
+/**
+ * The rest of a chain, a turn later, in a slice of its own: every chain that waited goes on once
+ * a turn, with the sockets read between two turns (a health check answered, another tenant's
+ * event relayed). Sharing one slice, the first chain of a turn would spend it and every later one
+ * wait again, for as long as the first had work.
+ */
+function nextTurn(): Promise<void> {
+  return new Promise<void>((resolve) =>
+    setImmediate(() => {
+      sliceStart = undefined;
+      resolve();
+    }),
+  );
+}
+
+/** Waits a turn when the current slice is spent: for work about to begin (a request body to parse). */
+export function takeTurn(): Promise<void> | undefined {
+  return sliceSpent() ? nextTurn() : undefined;
+}
+
+/**
+ * `store` with its calls made in slices of the event loop. better-sqlite3 answers synchronously
+ * behind an async face, so a chain of store calls (a request's checks and writes, a run relayed
+ * from an in-process agent) would otherwise run as one unbroken task of microtasks: no socket is
+ * read until it ends, and a health check or another tenant's paced stream waits behind every such
+ * chain that is ready. A call made after `SLICE_MS` of such a chain waits a turn first; a call
+ * made early in a slice (a burst's group commit) costs nothing more.
+ */
+export function takingTurns(store: RunStore): RunStore {
+  return new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function') return value;
+      const call = (args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, args);
+      return (...args: unknown[]) => (sliceSpent() ? nextTurn().then(() => call(args)) : call(args));
+    },
+  });
+}

@@ -1,0 +1,100 @@
+import type { RunAgentInput } from '@ag-ui/core';
+import { RunFailure } from './errors.js';
+import type { Agent } from './model.js';
+import type { Clock, Provider } from './ports.js';
+
+export interface LimitedRunContext {
+  agent: Agent;
+  /** Aborted when the run is cancelled: the provider stops and returns, which is no failure. */
+  signal: AbortSignal;
+  clock: Clock;
+  /** When the run must have ended whatever its agent's limit (epoch ms): the runtime's own end, e.g. a Lambda's. */
+  deadline?: number;
+}
+
+/**
+ * A provider's events under the run's two clocks, the same for every provider kind: the whole run
+ * is bounded by the agent's `timeoutSeconds` (or the runtime's deadline, if sooner) and every wait
+ * for the agent's next event by `idleTimeoutSeconds`. The idle clock runs only while the relay
+ * waits for the agent, not while its caller is busy with an event already relayed. Past either,
+ * the provider's signal is aborted and the run fails `provider_timeout` or `provider_idle`.
+ */
+export async function* limitedRun(provider: Provider, input: RunAgentInput, context: LimitedRunContext): AsyncGenerator<unknown> {
+  const { agent, clock } = context;
+  const stop = new AbortController();
+  const onCancel = () => stop.abort(context.signal.reason);
+  context.signal.addEventListener('abort', onCancel, { once: true });
+  if (context.signal.aborted) onCancel();
+
+  const startedAt = clock.now();
+  const runMs = Math.min(positiveMs(agent.timeoutSeconds), context.deadline === undefined ? Infinity : Math.max(1_000, context.deadline - startedAt));
+  const idleMs = positiveMs(agent.idleTimeoutSeconds);
+  let why: RunFailure | undefined;
+  let wake: (() => void) | undefined;
+  const fail = (failure: RunFailure) => {
+    why ??= failure;
+    stop.abort(failure);
+    wake?.();
+  };
+  const cancelRunTimer = Number.isFinite(runMs)
+    ? clock.after(runMs, () => fail(new RunFailure('provider_timeout', `the run passed its limit of ${seconds(runMs)} s`)))
+    : undefined;
+
+  let cancelIdle: (() => void) | undefined;
+  let waiting = false;
+  const armIdle = () => {
+    cancelIdle?.();
+    cancelIdle = Number.isFinite(idleMs)
+      ? clock.after(idleMs, () => fail(new RunFailure('provider_idle', `the agent sent nothing for ${agent.idleTimeoutSeconds} s`)))
+      : undefined;
+  };
+  // Bytes that are no event (an SSE comment, a keep-alive) are no silence either.
+  const heartbeat = () => {
+    if (waiting) armIdle();
+  };
+  const iterator = provider.run(input, { agent, signal: stop.signal, deadline: startedAt + runMs, heartbeat })[Symbol.asyncIterator]();
+  let done = false;
+  try {
+    for (;;) {
+      waiting = true;
+      armIdle();
+      const stopped = new Promise<void>((resolve) => {
+        wake = resolve;
+        if (why) resolve();
+      });
+      let next: IteratorResult<unknown> | undefined;
+      try {
+        const pending = iterator.next();
+        // Once the relay has stopped waiting, whatever the provider still throws is nobody's news.
+        pending.catch(() => undefined);
+        next = await Promise.race([pending, stopped.then(() => undefined)]);
+      } finally {
+        waiting = false;
+        cancelIdle?.();
+        wake = undefined;
+      }
+      if (why) throw why;
+      if (!next || next.done) {
+        done = true;
+        return;
+      }
+      yield next.value;
+    }
+  } finally {
+    cancelRunTimer?.();
+    context.signal.removeEventListener('abort', onCancel);
+    // A provider still waiting on its agent is told to stop (its signal) and left to wind down.
+    if (!done) {
+      stop.abort();
+      void Promise.resolve(iterator.return?.()).catch(() => undefined);
+    }
+  }
+}
+
+function positiveMs(secondsLimit: number): number {
+  return Number.isFinite(secondsLimit) && secondsLimit > 0 ? secondsLimit * 1000 : Infinity;
+}
+
+function seconds(ms: number): number {
+  return Math.round(ms / 100) / 10;
+}

@@ -1,0 +1,102 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import { errorResponse } from './http-errors.js';
+
+/** How much the gateway takes in at once: requests with a body, and the bytes they declare. */
+export interface AdmissionLimits {
+  requests: number;
+  bytes: number;
+  /**
+   * Waits until the process may begin a request's work (undefined: at once): a body is read, then
+   * parsed and acted on in its turn, so a hundred bodies that arrive together are not all parsed
+   * in one unbroken stretch of the event loop (a health check waited behind 170 ms of JSON.parse).
+   */
+  turn?: () => Promise<void> | undefined;
+}
+
+/** What a refused caller is told to wait: a place frees when a response ends, usually within a second. */
+const RETRY_AFTER_SECONDS = 1;
+
+/**
+ * Admission on one process: a request with a body holds a place and its declared size (its
+ * Content-Length, or the body cap when it declares none, as a chunked one does) until its response
+ * has ended, a stream's included (the run it started holds its input meanwhile). One that would go
+ * over either limit is refused `503 gateway_busy` before its body is read, so memory is bounded by
+ * the limits and not by how many callers arrive at once. One request is always admitted when none
+ * is in flight, whatever its size. Reads without a body are not counted: their cost is bounded by
+ * the streams' backpressure (see sse.ts).
+ */
+export function admission(limits: AdmissionLimits, bodyCap: number): MiddlewareHandler {
+  let requests = 0;
+  let bytes = 0;
+  return async (c, next) => {
+    if (c.req.method === 'GET' || c.req.method === 'HEAD' || c.req.method === 'OPTIONS') return next();
+    const declared = Number(c.req.header('Content-Length'));
+    const size = Number.isFinite(declared) && declared >= 0 ? Math.min(declared, bodyCap) : bodyCap;
+    if (requests > 0 && (requests + 1 > limits.requests || bytes + size > limits.bytes)) return busy(c);
+    requests += 1;
+    bytes += size;
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      requests -= 1;
+      bytes -= size;
+    };
+    try {
+      await next();
+    } catch (error) {
+      release();
+      throw error;
+    }
+    const body = c.res.body;
+    if (!body) return release();
+    c.res = new Response(releasingAtEnd(body, release), c.res);
+  };
+}
+
+function busy(c: Context): Response {
+  // The unread body is still on the socket: the connection cannot be reused.
+  c.header('Connection', 'close');
+  c.header('Retry-After', String(RETRY_AFTER_SECONDS));
+  return errorResponse(c, 'gateway_busy', 'the gateway is taking in as much as it can hold: retry after the Retry-After seconds');
+}
+
+/** `body` as it is, read only as fast as it is taken (no queue of its own), calling `release` once it ends either way. */
+function releasingAtEnd(body: ReadableStream<Uint8Array>, release: () => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) {
+            release();
+            controller.close();
+          } else {
+            controller.enqueue(value);
+          }
+        } catch (error) {
+          release();
+          controller.error(error);
+        }
+      },
+      cancel(reason) {
+        release();
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/** Reads a request's body, then lets the request go on when its turn comes (see `AdmissionLimits.turn`). */
+export function inTurn(turn: () => Promise<void> | undefined): MiddlewareHandler {
+  return async (c, next) => {
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && c.req.method !== 'OPTIONS') {
+      // Kept by the request: the door's own read of it (c.req.json(), c.req.text()) takes it from there.
+      await c.req.text();
+      await turn();
+    }
+    return next();
+  };
+}

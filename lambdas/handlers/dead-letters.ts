@@ -1,0 +1,46 @@
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { parseThreadMessage } from '../adapters/aws/sqs-thread-queue.js';
+import { createWiring, sqsThreadQueue, type WiringOptions } from '../runtimes/aws.js';
+import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+
+/**
+ * The thread queue's dead-letter queue: a message lands there once its receives are used up, so
+ * no dispatcher will ever run its run. Each one fails its run `dispatch_failed` (its places go
+ * back, its caller's stream ends with that RUN_ERROR). A message that could not be handled is
+ * reported back and comes again; the alarm on the queue still says it arrived.
+ */
+export function createDeadLetters(options: Omit<WiringOptions, 'providers' | 'timer'>) {
+  // The queue only lets go of a message a link run held (its settle does).
+  const { gateway } = createWiring({ ...options, queue: options.queue ?? sqsThreadQueue(options.env, options.clients) });
+  return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
+    if (context) logger.addContext(context);
+    const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
+    try {
+      for (const record of event.Records) {
+        try {
+          const { threadId, runId } = parseThreadMessage(record.body);
+          const result = await gateway.failUndelivered(runId);
+          logger.warn('a dead-lettered run', { threadId, runId, result });
+          const metric = metrics.singleMetric();
+          metric.addDimension('result', result);
+          metric.addMetric('DeadLetteredRuns', MetricUnit.Count, 1);
+        } catch (error) {
+          logger.error('a dead letter could not be handled; it comes again', { error: error as Error, messageId: record.messageId });
+          batchItemFailures.push({ itemIdentifier: record.messageId });
+        }
+      }
+    } finally {
+      publishMetrics();
+    }
+    return { batchItemFailures };
+  };
+}
+
+let deadLetters: ReturnType<typeof createDeadLetters> | undefined;
+
+/** It calls the record, and the thread queue to let go of a link run's message: a failed run arms no timer and enqueues nothing. */
+export const handler = (event: SQSEvent, context: Context) =>
+  (deadLetters ??= createDeadLetters({ env: process.env, clients: { dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}) } }))(event, context);

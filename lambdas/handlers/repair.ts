@@ -1,0 +1,60 @@
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SFNClient } from '@aws-sdk/client-sfn';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
+import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+
+/**
+ * The record's repair: each change of a run (from the runs table's stream, at least once and in
+ * order per item) is followed by what the record says it calls for, done again in case the
+ * function that wrote it died before doing it (`repairRun`: a queued run's message, the rest of
+ * a settle). A change that could not be repaired is reported back by its sequence number and
+ * retried from there, so a run's later changes wait behind it.
+ */
+export function createRepair(options: Omit<WiringOptions, 'providers'>) {
+  const { env, clients } = options;
+  const { gateway } = createWiring({
+    ...options,
+    queue: options.queue ?? sqsThreadQueue(env, clients),
+    timer: options.timer ?? stepFunctionsAskTimer(env, clients),
+  });
+  return async (event: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
+    if (context) logger.addContext(context);
+    try {
+      // One repair per run in a batch: it reads the run as it is now, so its later records add nothing.
+      const seen = new Set<string>();
+      for (const record of event.Records) {
+        const runId = runIdOf(record);
+        if (runId === undefined || seen.has(runId)) continue;
+        seen.add(runId);
+        try {
+          const result = await gateway.repairRun(runId);
+          if (result === 'nothing') continue;
+          const metric = metrics.singleMetric();
+          metric.addDimension('result', result);
+          metric.addMetric('Repairs', MetricUnit.Count, 1);
+        } catch (error) {
+          logger.error('a run could not be repaired; the batch is retried from it', { error: error as Error, runId });
+          return { batchItemFailures: [{ itemIdentifier: record.dynamodb?.SequenceNumber ?? '' }] };
+        }
+      }
+    } finally {
+      publishMetrics();
+    }
+    return { batchItemFailures: [] };
+  };
+}
+
+/** The run a runs-table record is of; undefined for the table's other items (they have no status). */
+function runIdOf(record: DynamoDBRecord): string | undefined {
+  const image = record.dynamodb?.NewImage;
+  return image?.status?.S !== undefined && image.rootRunId?.S !== undefined ? image.runId?.S : undefined;
+}
+
+let repair: ReturnType<typeof createRepair> | undefined;
+
+/** It reads and writes the record, sends to the thread queue (a queued run's message) and arms ask timers (a settle's). */
+export const handler = (event: DynamoDBStreamEvent, context: Context) =>
+  (repair ??= createRepair({ env: process.env, clients: { dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}), sfn: new SFNClient({}) } }))(event, context);

@@ -1,0 +1,42 @@
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SFNClient } from '@aws-sdk/client-sfn';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { Context } from 'aws-lambda';
+import { createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
+import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+
+/** What the schedule hands the sweep (the rule's constant input): how old a noted request must be to be of a dead function. */
+export interface SweepEvent {
+  olderThanSeconds: number;
+}
+
+/**
+ * The sweep of requests that died before recording their run, on a schedule (`sweepArrivals`):
+ * a request noted longer ago than the doors' function may run is of a function that died, and
+ * gives back what it took (its places, the asks it closed). Safe twice, and beside the live flow.
+ */
+export function createSweep(options: Omit<WiringOptions, 'providers'>) {
+  const { env, clients } = options;
+  const { gateway } = createWiring({
+    ...options,
+    queue: options.queue ?? sqsThreadQueue(env, clients),
+    timer: options.timer ?? stepFunctionsAskTimer(env, clients),
+  });
+  return async (event: SweepEvent, context?: Context): Promise<void> => {
+    if (context) logger.addContext(context);
+    try {
+      const sweep = await gateway.sweepArrivals(event.olderThanSeconds * 1000);
+      if (sweep.givenBack + sweep.handedOver > 0) logger.warn('requests whose door died were given back or handed over', { ...sweep });
+      metrics.addMetric('ArrivalsGivenBack', MetricUnit.Count, sweep.givenBack);
+    } finally {
+      publishMetrics();
+    }
+  };
+}
+
+let sweep: ReturnType<typeof createSweep> | undefined;
+
+/** It reads and writes the record, arms ask timers again (asks opened again) and sends to the thread queue (an interjection never handed over). */
+export const handler = (event: SweepEvent, context: Context) =>
+  (sweep ??= createSweep({ env: process.env, clients: { dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}), sfn: new SFNClient({}) } }))(event, context);

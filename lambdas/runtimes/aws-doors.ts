@@ -1,0 +1,100 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SFNClient } from '@aws-sdk/client-sfn';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { Hono } from 'hono';
+import { createApp } from '../doors/app.js';
+import { errorResponse } from '../doors/http-errors.js';
+import { agentCatalog } from '../providers/definition.js';
+import {
+  createWiring,
+  principalResolver,
+  readSecretFromExtension,
+  sqsThreadQueue,
+  besideByLambda,
+  stepFunctionsAskTimer,
+  type Clients,
+  type WiringOptions,
+} from './aws.js';
+import { awsLink, connectionsClient } from './aws-link.js';
+import { ENV } from './environment.js';
+import { systemClock } from '../adapters/system-clock.js';
+import { logger } from './powertools.js';
+import { PROVIDER_KINDS } from './providers.js';
+import { traced } from './tracer.js';
+
+/**
+ * What the doors call: the record, the thread queue, the dispatcher (interjections, by an
+ * asynchronous invoke), the ask waiter (stopped on an answer or a cancel) and the push signing
+ * secret (its public keys are the JWKS), in the function's region.
+ */
+export function doorsClients(): Clients {
+  const connections = connectionsClient(process.env);
+  return traced({
+    dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}), sfn: new SFNClient({}), lambda: new LambdaClient({}),
+    secretsManager: new SecretsManagerClient({}),
+    ...(connections ? { connections } : {}),
+  });
+}
+
+/**
+ * A response stream may last 15 minutes (Lambda and API Gateway); the SSE framing ends it
+ * cleanly before that, and the caller resumes with Last-Event-ID.
+ */
+export const SSE_MAX_DURATION_MS = 13 * 60_000 + 30_000;
+/** API Gateway drops a stream idle for 5 minutes; the design asks for a comment every 15 s at most. */
+export const SSE_HEARTBEAT_MS = 10_000;
+
+export interface DoorsOptions extends Omit<WiringOptions, 'providers'> {
+  /** Reads a secret by ARN; by default through the AWS Parameters and Secrets extension. */
+  readSecret?: (secretId: string) => Promise<string>;
+}
+
+/**
+ * The doors as one Hono app over the AWS adapters, for both door functions. The A2A door vets push
+ * targets and announces push notifications, which the stream handler delivers. The admin token is
+ * read on the first request, since the secrets extension answers only once the function is
+ * invoked (never during its init); a failed read is tried again on the next request. Without a
+ * token secret there are no admin routes: open ones are for a gateway on one machine only.
+ */
+export function doorsApp(options: DoorsOptions) {
+  const { env, clients } = options;
+  const link = awsLink(env, clients, options.clock ?? systemClock, options.ids ?? { newId: () => crypto.randomUUID() });
+  const secretArn = options.env[ENV.adminTokenSecretArn];
+  const readSecret = options.readSecret ?? ((secretId: string) => readSecretFromExtension(secretId, options.env));
+  // The link's key is read with the admin token, on the first request: the wiring waits for it.
+  const build = async () => {
+    const linked = await link?.();
+    const { gateway, pushKeys } = createWiring({
+      ...options,
+      queue: options.queue ?? sqsThreadQueue(env, clients, besideByLambda(env, clients)),
+      timer: options.timer ?? stepFunctionsAskTimer(env, clients),
+      ...(linked ? { link: linked.deps } : {}),
+    });
+    return createApp({
+      gateway,
+      principal: principalResolver(options.env),
+      admin: secretArn ? { token: await readSecret(secretArn), agents: agentCatalog(PROVIDER_KINDS) } : undefined,
+      a2a: { publicUrl: options.env[ENV.publicUrl] },
+      ...(pushKeys ? { pushKeys: async () => (await pushKeys()).published() } : {}),
+      sse: { heartbeatMs: SSE_HEARTBEAT_MS, maxDurationMs: SSE_MAX_DURATION_MS },
+      onError: (error) => logger.error('a door failed to answer', { error: error as Error }),
+    });
+  };
+  let app: ReturnType<typeof build> | undefined;
+  const outer = new Hono();
+  outer.all('*', async (c) => {
+    app ??= build().catch((error: unknown) => {
+      app = undefined;
+      throw error;
+    });
+    return (await app).fetch(c.req.raw, c.env);
+  });
+  outer.onError((error, c) => {
+    logger.error('the doors could not be set up', { error });
+    return errorResponse(c, 'internal_error', 'the gateway failed to answer; the error was logged');
+  });
+  return outer;
+}
+

@@ -1,0 +1,224 @@
+import { randomUUID } from 'node:crypto';
+import type { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
+import type { SFNClient } from '@aws-sdk/client-sfn';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { Context } from 'hono';
+import { createGateway, type Gateway } from '../core/gateway.js';
+import type { LinkDeps } from '../core/link/deps.js';
+import { ANONYMOUS, type Principal } from '../core/model.js';
+import type { AskTimer, Clock, IdSource, LinkedProvider, Provider, ThreadQueue, UsageMeter } from '../core/ports.js';
+import type { PrincipalResolver } from '../doors/principal.js';
+import { DynamoRunStore } from '../adapters/aws/dynamodb/run-store.js';
+import type { TableNames } from '../adapters/aws/dynamodb/tables.js';
+import { HttpPushSender, type PushSenderSettings } from '../adapters/http/push-sender.js';
+import type { PushKeys } from '../adapters/http/push-signing.js';
+import { PollingChangeFeed } from '../adapters/aws/polling-change-feed.js';
+import { lambdaDispatchBeside } from '../adapters/aws/lambda-dispatch-beside.js';
+import { SqsThreadQueue, type ThreadMessage } from '../adapters/aws/sqs-thread-queue.js';
+import { StepFunctionsAskTimer } from '../adapters/aws/step-functions-ask-timer.js';
+import { systemClock } from '../adapters/system-clock.js';
+import { stockClientRules } from '../adapters/agui/stock-client-rules.js';
+import type { ProviderRuntime } from '../providers/definition.js';
+import { ENV } from './environment.js';
+import { logger } from './powertools.js';
+import { PUSH_SENDER_SETTINGS } from './push-delivery.js';
+import { secretPushKeys } from './push-keys.js';
+import { defaultBudget, DEPLOY_SETTINGS, GATEWAY_SETTINGS, readSettings } from './settings.js';
+import { usageMetrics } from './usage-metrics.js';
+
+export type Environment = Record<string, string | undefined>;
+
+/**
+ * The AWS clients of one function. Each handler makes the ones it calls and no others, so a
+ * function's bundle carries no client it never uses (a cold start imports every module bundled).
+ */
+export interface Clients {
+  dynamodb: DynamoDBClient;
+  sqs?: SQSClient;
+  sfn?: SFNClient;
+  lambda?: LambdaClient;
+  secretsManager?: SecretsManagerClient;
+  /** API Gateway's `@connections` of the provider link's WebSocket API. */
+  connections?: ApiGatewayManagementApiClient;
+}
+
+export interface WiringOptions {
+  env: Environment;
+  clients: Clients;
+  /**
+   * The ask timer: Step Functions (`stepFunctionsAskTimer`), or the expirer's hand-back of a re-arm
+   * to its own execution. Absent, the function has none: arming is a defect there, and throws.
+   */
+  timer?: AskTimer;
+  /** The thread queue: SQS FIFO (`sqsThreadQueue`), or the bench's stand-in in one process. Absent, as the timer. */
+  queue?: ThreadQueue;
+  /** The record, made by the caller to count its requests (the bench's cost model). */
+  store?: DynamoRunStore;
+  /** Where usage records go as metrics; by default CloudWatch, through Powertools' embedded metric format. */
+  meter?: UsageMeter;
+  /** The providers runs are dispatched to: only the dispatcher dispatches. */
+  providers?: (runtime: ProviderRuntime) => Readonly<Record<string, Provider | LinkedProvider>>;
+  /** Over `PUSH_SENDER_SETTINGS`: tests allow their loopback receiver. */
+  push?: Partial<PushSenderSettings>;
+  /** Another reading of time (tests); the timers stay the machine's. */
+  clock?: Pick<Clock, 'now'>;
+  ids?: IdSource;
+  /** The provider link's ports (`awsLink`), in the functions that take links; absent, a link run fails `provider_unknown`. */
+  link?: LinkDeps;
+}
+
+/**
+ * The gateway with its AWS adapters: the store on DynamoDB, the thread queue on SQS FIFO, the
+ * ask timer on Step Functions and the change feed by polling the store. Built once per container;
+ * the gateway's settings are read from the environment with the one settings schema, so a bad
+ * value fails the function's start with the message `cdk synth` would have given.
+ */
+export function createWiring(options: WiringOptions): { gateway: Gateway; pushKeys?: () => Promise<PushKeys> } {
+  const { env, clients } = options;
+  const settings = readSettings(GATEWAY_SETTINGS, 'env', (name) => env[name]);
+  const clock: Clock = options.clock ? { ...systemClock, now: () => options.clock!.now() } : systemClock;
+  const ids = options.ids ?? { newId: () => randomUUID() };
+  const store = options.store ?? createStore(options);
+  // Only a function given the Secrets Manager client signs or publishes push keys (the doors, the stream handler).
+  const pushKeys = clients.secretsManager ? pushKeysOf(options, clock) : undefined;
+  const gateway = createGateway(
+    {
+      store,
+      queue: options.queue ?? NO_QUEUE,
+      timer: options.timer ?? NO_TIMER,
+      feed: new PollingChangeFeed(store, {
+        onError: (error) => logger.warn('polling the record for changes failed', { error: error as Error }),
+      }),
+      providers: options.providers?.({ clock, ids, lambda: clients.lambda }) ?? {},
+      rules: stockClientRules,
+      clock,
+      ids,
+      ...(options.link ? { link: options.link } : {}),
+      settings: { ...settings, tenantBudget: defaultBudget(settings) },
+      meter: options.meter ?? usageMetrics(),
+    },
+    { a2a: { push: new HttpPushSender(pushSettings(env, options.push), pushKeys) } },
+  );
+  return { gateway, ...(pushKeys ? { pushKeys } : {}) };
+}
+
+/** The keys push notifications are signed with, from the secret the stack names; none without one. */
+export function pushKeysOf(options: Pick<WiringOptions, 'env' | 'clients'>, clock: Pick<Clock, 'now'> = systemClock): (() => Promise<PushKeys>) | undefined {
+  const secretArn = options.env[ENV.pushSigningSecretArn];
+  if (!secretArn) return undefined;
+  return secretPushKeys({ client: client(options.clients, 'secretsManager'), secretArn, clock, issuer: options.env[ENV.publicUrl] });
+}
+
+/**
+ * The thread queue on SQS FIFO. Interjections are taken only where `beside` says how (the doors:
+ * `besideByLambda`); a function that takes no port of this kind never references it, so its
+ * bundle leaves the SQS and Lambda clients out.
+ */
+export function sqsThreadQueue(env: Environment, clients: Clients, beside?: (message: ThreadMessage) => Promise<void>): SqsThreadQueue {
+  return new SqsThreadQueue({ client: client(clients, 'sqs'), queueUrl: required(env, ENV.threadQueueUrl), beside });
+}
+
+/** The dispatcher's asynchronous invoke for interjections, where the stack names the dispatcher (the doors only). */
+export function besideByLambda(env: Environment, clients: Clients): ((message: ThreadMessage) => Promise<void>) | undefined {
+  const functionName = env[ENV.dispatcherFunction];
+  return functionName && clients.lambda ? lambdaDispatchBeside({ client: clients.lambda, functionName }) : undefined;
+}
+
+/** The ask timer on Step Functions: one execution of the ask waiter per waiting run. */
+export function stepFunctionsAskTimer(env: Environment, clients: Clients): AskTimer {
+  return new StepFunctionsAskTimer({ client: client(clients, 'sfn'), stateMachineArn: required(env, ENV.askWaiterArn) });
+}
+
+function client<K extends keyof Clients>(clients: Clients, name: K): NonNullable<Clients[K]> {
+  const found = clients[name];
+  if (!found) throw new Error(`the ${name} client is not given to this function`);
+  return found;
+}
+
+const notWired = (port: string) => async (): Promise<never> => {
+  throw new Error(`this function has no ${port}: the stack grants it none, and nothing it does should need one`);
+};
+const NO_QUEUE: ThreadQueue = { enqueue: notWired('thread queue'), dispatchBeside: notWired('thread queue'), release: notWired('thread queue') };
+const NO_TIMER: AskTimer = { arm: notWired('ask timer'), disarm: notWired('ask timer') };
+
+/**
+ * The push sender's settings on AWS. `FUNDUQ_PUSH_TO_LOOPBACK_FOR_TESTS` (the stack sets it from
+ * `-c pushToLoopbackForTests=true`) lets a test's receiver on loopback over plain http be a target.
+ */
+export function pushSettings(env: Environment, over: Partial<PushSenderSettings> = {}): Partial<PushSenderSettings> {
+  const { pushToLoopbackForTests } = readSettings({ pushToLoopbackForTests: DEPLOY_SETTINGS.pushToLoopbackForTests }, 'env', (name) => env[name]);
+  return { ...PUSH_SENDER_SETTINGS, ...(pushToLoopbackForTests ? { allowHttp: true, allowLoopback: true } : {}), ...over };
+}
+
+/** The record's tables, as the stack named them. */
+export function tableNames(env: Environment): TableNames {
+  return { runs: required(env, ENV.runsTable), runEvents: required(env, ENV.runEventsTable) };
+}
+
+/** The record on DynamoDB. */
+export function createStore(options: { env: Environment; clients: Pick<Clients, 'dynamodb'> }): DynamoRunStore {
+  return new DynamoRunStore({ client: options.clients.dynamodb, tables: tableNames(options.env) });
+}
+
+/**
+ * Who is asking, from what API Gateway established before the request reached the door: the API
+ * key (each key is a tenant of its own) or the JWT's subject, in the tenant its tenant claim names
+ * (FUNDUQ_JWT_TENANT_CLAIM). `none` serves everyone as anonymous.
+ */
+export function principalResolver(env: Environment): PrincipalResolver {
+  const mode = readSettings({ apiAuth: { ...DEPLOY_SETTINGS.apiAuth, default: 'none' as const } }, 'env', (name) => env[name]).apiAuth;
+  // The JWT claim that names the caller's tenant (a Cognito attribute: `custom:tenant`); unset, each
+  // subject is a tenant of its own.
+  const tenantClaim = env[ENV.jwtTenantClaim] || undefined;
+  return (c: Context) => {
+    const context = (c.env as { requestContext?: ApiGatewayContext } | undefined)?.requestContext;
+    if (mode === 'none') return ANONYMOUS;
+    if (mode === 'apiKey') {
+      const key = context?.identity?.apiKeyId;
+      return key ? principal(`apikey:${key}`) : undefined;
+    }
+    if (mode === 'jwt') {
+      const claims = context?.authorizer?.claims;
+      const subject = typeof claims?.sub === 'string' ? claims.sub : undefined;
+      if (!subject) return undefined;
+      if (tenantClaim === undefined) return principal(`jwt:${subject}`);
+      // A token without the claim speaks for no tenant: refused, never filed under a default one.
+      const tenant = claims?.[tenantClaim];
+      return typeof tenant === 'string' && tenant !== '' ? { id: `jwt:${subject}`, tenant } : undefined;
+    }
+    return undefined;
+  };
+}
+
+interface ApiGatewayContext {
+  identity?: { apiKeyId?: string };
+  authorizer?: { claims?: Record<string, unknown> };
+}
+
+function principal(id: string): Principal {
+  return { id, tenant: id };
+}
+
+function required(env: Environment, name: string): string {
+  const value = env[name];
+  if (!value) throw new Error(`the environment variable ${name} is not set`);
+  return value;
+}
+
+/**
+ * GET on the AWS Parameters and Secrets Lambda extension, authenticated by the function's own
+ * session token (https://docs.aws.amazon.com/secretsmanager/latest/userguide/retrieving-secrets_lambda.html).
+ */
+export async function readSecretFromExtension(secretId: string, env: Environment): Promise<string> {
+  const port = env.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT ?? '2773';
+  const response = await fetch(`http://localhost:${port}/secretsmanager/get?secretId=${encodeURIComponent(secretId)}`, {
+    headers: { 'X-Aws-Parameters-Secrets-Token': required(env, 'AWS_SESSION_TOKEN') },
+  });
+  if (!response.ok) throw new Error(`the secret ${secretId} could not be read: HTTP ${response.status}`);
+  const { SecretString } = (await response.json()) as { SecretString?: unknown };
+  if (typeof SecretString !== 'string' || SecretString === '') throw new Error(`the secret ${secretId} holds no string`);
+  return SecretString;
+}

@@ -1,0 +1,296 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADDRESSED_RUN_ID_KEY } from '../../lambdas/core/interjection.js';
+import { runInput } from '../support/aws-box/run-input.js';
+import { useAwsBox, type AwsBox } from '../support/aws-box/box.js';
+import { eventually } from '../support/core-harness.js';
+import { readSse, readSseUntil } from '../support/gateway.js';
+import { startHeldAgent, type HeldAgent } from '../support/held-agent.js';
+
+/**
+ * The AG-UI door on the deployed shape: every request goes through API Gateway (built from the
+ * template) to the bundled door functions, runs through the thread queue to the bundled
+ * dispatcher, and every AWS call is checked against the template's IAM.
+ */
+const aws = useAwsBox();
+const held: HeldAgent[] = [];
+
+beforeAll(async () => {
+  const { box } = aws;
+  const put = await box.admin('PUT', 'agents/demo', { provider: 'demo', description: 'the demo agent', takesInterjections: true });
+  expect(put.status).toBe(201);
+});
+
+afterAll(async () => {
+  for (const agent of held) {
+    agent.release();
+    await agent.close();
+  }
+});
+
+/** An agent of its own that holds each run after RUN_STARTED until the test lets go. */
+async function heldAgent(box: AwsBox, fields: Record<string, unknown> = {}): Promise<{ id: string; agent: HeldAgent }> {
+  const agent = await startHeldAgent();
+  held.push(agent);
+  const id = `held-${held.length}`;
+  const put = await box.admin('PUT', `agents/${id}`, { url: agent.url, description: 'holds its runs', ...fields });
+  expect(put.status).toBe(201);
+  return { id, agent };
+}
+
+
+/** POSTs a run and leaves its stream unread; the response once its headers arrived. */
+function post(box: AwsBox, agentId: string, input: ReturnType<typeof runInput>, signal?: AbortSignal): Promise<Response> {
+  return box.fetch(`${box.url}/agui/${agentId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input), signal });
+}
+
+async function thread(box: AwsBox, threadId: string): Promise<{ activeRun?: { runId: string; status: string }; queue: Array<{ runId: string }>; runs: Array<{ runId: string; status: string; parentRunId?: string; reason?: string }>; openAsks: unknown[] }> {
+  const response = await box.request('GET', `/threads/${encodeURIComponent(threadId)}`);
+  expect(response.status).toBe(200);
+  return response.json() as never;
+}
+
+async function runOf(box: AwsBox, threadId: string, runId: string) {
+  return (await thread(box, threadId)).runs.find((run) => run.runId === runId);
+}
+
+describe.concurrent('the AG-UI door on AWS', { timeout: 90_000 }, () => {
+  it('streams a run posted through API Gateway to its end, on the bundled door and dispatcher functions', async () => {
+    const { box } = aws;
+    const agent = box.agui(`t-${randomUUID()}`);
+    agent.messages = [{ id: randomUUID(), role: 'user', content: 'hello there' }];
+    const { newMessages } = await agent.runAgent();
+    expect(newMessages.at(-1)).toMatchObject({ role: 'assistant', content: 'echo: hello there' });
+  });
+
+  it('exports usage from the response-streaming function, and answers the admin routes beside it buffered', async () => {
+    const { box } = aws;
+    const agent = box.agui(`t-${randomUUID()}`);
+    agent.messages = [{ id: randomUUID(), role: 'user', content: 'metered' }];
+    const { newMessages } = await agent.runAgent();
+    expect(newMessages.at(-1)).toMatchObject({ content: 'echo: metered' });
+    // Usage records are read through a GSI, which DynamoDB updates after the write.
+    await eventually(async () => {
+      const exported = await box.admin('GET', 'usage/export');
+      expect([exported.status, exported.headers.get('content-type')]).toEqual([200, 'application/x-ndjson']);
+      const events = (await exported.text()).trim().split('\n').map((line) => JSON.parse(line) as { type: string; data: { threadId: string } });
+      expect(events.find((event) => event.data.threadId === agent.threadId)).toMatchObject({ type: 'dev.funduq.run.usage' });
+    }, 20_000);
+    expect((await box.admin('GET', 'usage')).status).toBe(200);
+    expect((await box.admin('GET', 'tenants/someone')).status).toBe(200);
+    expect((await box.admin('POST', 'usage/export')).status).toBe(404);
+  });
+
+  it('runs the runs queued on one thread in the order they arrived, one at a time', async () => {
+    const { box } = aws;
+    const { id, agent } = await heldAgent(box);
+    const threadId = `t-${randomUUID()}`;
+    const inputs = [runInput(threadId, 'first'), runInput(threadId, 'second'), runInput(threadId, 'third')];
+    const streams: Array<Promise<Response>> = [];
+    for (const [i, input] of inputs.entries()) {
+      streams.push(post(box, id, input));
+      await eventually(async () => expect((await thread(box, threadId)).runs).toHaveLength(i + 1), 20_000);
+    }
+    await eventually(() => expect(agent.received.map((input) => input.runId)).toEqual([inputs[0].runId]), 20_000);
+    expect((await thread(box, threadId)).queue.map((run) => run.runId)).toEqual([inputs[1].runId, inputs[2].runId]);
+    agent.release();
+    const bodies = await Promise.all(streams.map(async (response) => readSse(await response)));
+    expect(bodies.map(({ events }) => events.at(-1)?.data.type)).toEqual(['RUN_FINISHED', 'RUN_FINISHED', 'RUN_FINISHED']);
+    expect(agent.received.map((input) => input.runId)).toEqual(inputs.map((input) => input.runId));
+  });
+
+  it('refuses the run beyond a full thread queue with 429 thread_queue_full and Retry-After, writing nothing', async () => {
+    const { box } = aws;
+    const { id, agent } = await heldAgent(box);
+    const threadId = `t-${randomUUID()}`;
+    const stop = new AbortController();
+    const accepted: Array<Promise<Response>> = [];
+    // One running and eight queued: the stack's threadQueueLimit.
+    for (let i = 0; i < 9; i += 1) {
+      accepted.push(post(box, id, runInput(threadId, `run ${i}`), stop.signal).catch(() => new Response(null)));
+      await eventually(async () => expect((await thread(box, threadId)).runs).toHaveLength(i + 1), 20_000);
+    }
+    const refused = await post(box, id, runInput(threadId, 'one too many'));
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(await refused.json()).toMatchObject({ error: { code: 'thread_queue_full' } });
+    expect((await thread(box, threadId)).runs).toHaveLength(9);
+    stop.abort();
+    agent.release();
+    await eventually(async () => expect((await thread(box, threadId)).runs.map((run) => run.status)).toEqual(Array(9).fill('completed')), 60_000);
+  });
+
+  it('answers an interrupt with a child run whose resume names it', async () => {
+    const { box } = aws;
+    const threadId = `t-${randomUUID()}`;
+    const asking = await readSse(await post(box, 'demo', runInput(threadId, '/ask')));
+    const finished = asking.events.at(-1)!.data as { type: string; outcome: { type: string; interrupts: Array<{ id: string }> } };
+    expect(finished).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'interrupt' } });
+    const interruptId = finished.outcome.interrupts[0].id;
+    const answer = runInput(threadId, '', { messages: [], resume: [{ interruptId, status: 'resolved', payload: { approved: true } }] });
+    const answered = await readSse(await post(box, 'demo', answer));
+    const said = answered.events.filter((e) => e.data.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.data.delta).join('');
+    expect(said).toBe('answer: {"approved":true}');
+    expect((await runOf(box, threadId, answer.runId))?.parentRunId).toBe((await thread(box, threadId)).runs[0].runId);
+  });
+
+  it('takes an answer sent the moment RUN_FINISHED with its interrupt arrives, before the stream has closed', async () => {
+    const { box } = aws;
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const threadId = `t-${randomUUID()}`;
+      const asking = await readSseUntil(await post(box, 'demo', runInput(threadId, '/ask')), (e) => e.data.type === 'RUN_FINISHED');
+      const finished = asking.at(-1)!.data as { type: string; outcome: { interrupts: Array<{ id: string }> } };
+      const answer = runInput(threadId, '', { messages: [], resume: [{ interruptId: finished.outcome.interrupts[0].id, status: 'resolved', payload: { n: attempt } }] });
+      const response = await post(box, 'demo', answer);
+      expect({ attempt, status: response.status }).toEqual({ attempt, status: 200 });
+      expect((await readSse(response)).events.at(-1)?.data.type).toBe('RUN_FINISHED');
+    }
+  });
+
+  it('cancels a queued run at once, and a running one by asking its agent to stop', async () => {
+    const { box } = aws;
+    const { id, agent } = await heldAgent(box);
+    const threadId = `t-${randomUUID()}`;
+    const running = runInput(threadId, 'long');
+    const queued = runInput(threadId, 'waiting');
+    const streams = [post(box, id, running)];
+    await eventually(() => expect(agent.received).toHaveLength(1), 20_000);
+    streams.push(post(box, id, queued));
+    await eventually(async () => expect((await thread(box, threadId)).queue).toHaveLength(1), 20_000);
+
+    const cancelQueued = await box.request('POST', `/agui/${id}/runs/${queued.runId}/cancel`);
+    expect(cancelQueued.status).toBe(202);
+    expect(await cancelQueued.json()).toMatchObject({ runId: queued.runId, status: 'cancelled' });
+    const cancelRunning = await box.request('POST', `/agui/${id}/runs/${running.runId}/cancel`);
+    expect(cancelRunning.status).toBe(202);
+    expect(await cancelRunning.json()).toMatchObject({ runId: running.runId, status: 'cancelling', cancelRequested: true });
+
+    await eventually(() => expect(agent.closed.has(running.runId)).toBe(true), 20_000);
+    const [first, second] = await Promise.all(streams.map(async (response) => readSse(await response)));
+    expect(first.events.at(-1)?.data).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'cancelled' } });
+    expect(second.events.at(-1)?.data).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'cancelled' } });
+    expect(agent.received.map((input) => input.runId)).toEqual([running.runId]);
+  });
+
+  it('replays a run after its Last-Event-ID', async () => {
+    const { box } = aws;
+    const input = runInput(`t-${randomUUID()}`, 'replay me');
+    const whole = await readSse(await post(box, 'demo', input));
+    const replay = await box.request('GET', `/agui/demo/runs/${input.runId}/events`, undefined, { 'last-event-id': '3' });
+    expect(replay.status).toBe(200);
+    const after = await readSse(replay);
+    expect(after.events.map((e) => e.id)).toEqual(whole.events.filter((e) => Number(e.id) > 3).map((e) => e.id));
+    expect(after.events.map((e) => e.data)).toEqual(whole.events.filter((e) => Number(e.id) > 3).map((e) => e.data));
+  });
+
+  it('dispatches an interjection beside its thread’s running run, by an asynchronous invoke of the dispatcher', async () => {
+    const { box } = aws;
+    const { id, agent } = await heldAgent(box, { takesInterjections: true });
+    const threadId = `t-${randomUUID()}`;
+    const running = runInput(threadId, 'long');
+    const target = post(box, id, running);
+    await eventually(() => expect(agent.received).toHaveLength(1), 20_000);
+    const interjection = runInput(threadId, 'also this', { forwardedProps: { [ADDRESSED_RUN_ID_KEY]: running.runId } });
+    const joined = post(box, id, interjection);
+    await eventually(() => expect(agent.received.map((input) => input.runId)).toEqual([running.runId, interjection.runId]), 20_000);
+    expect(agent.received[1].forwardedProps?.funduq).toMatchObject({ addressedRunId: running.runId });
+    expect((await runOf(box, threadId, running.runId))?.status).toBe('running');
+    agent.release();
+    const bodies = await Promise.all([target, joined].map(async (response) => readSse(await response)));
+    expect(bodies.map(({ events }) => events.at(-1)?.data.type)).toEqual(['RUN_FINISHED', 'RUN_FINISHED']);
+  });
+
+  it('makes an interjection whose run settled before its dispatch the thread’s next ordinary run', async () => {
+    const { box } = aws;
+    const { id, agent } = await heldAgent(box, { takesInterjections: true });
+    const threadId = `t-${randomUUID()}`;
+    const running = runInput(threadId, 'short');
+    const target = post(box, id, running);
+    await eventually(() => expect(agent.received).toHaveLength(1), 20_000);
+    // The doors hand the interjection to the dispatcher while its target runs; the target settles
+    // before that invoke is served, so the dispatcher finds it settled.
+    const interjection = runInput(threadId, 'too late', { forwardedProps: { [ADDRESSED_RUN_ID_KEY]: running.runId } });
+    let handedOver = false;
+    box.hook = async (call): Promise<'serve'> => {
+      if (call.action !== 'lambda:InvokeFunction' || handedOver) return 'serve';
+      handedOver = true;
+      agent.release();
+      await readSse(await target);
+      return 'serve';
+    };
+    try {
+      const { events } = await readSse(await post(box, id, interjection));
+      expect(events.at(-1)?.data.type).toBe('RUN_FINISHED');
+    } finally {
+      box.hook = () => 'serve';
+    }
+    expect(handedOver).toBe(true);
+    expect(agent.received.map((input) => input.runId)).toEqual([running.runId, interjection.runId]);
+    expect((await runOf(box, threadId, interjection.runId))?.status).toBe('completed');
+  });
+
+  it('answers a run that waits in the queue with 200 and text/event-stream at once, before any heartbeat', async () => {
+    const { box } = aws;
+    const { id, agent } = await heldAgent(box);
+    const threadId = `t-${randomUUID()}`;
+    void post(box, id, runInput(threadId, 'holding'));
+    await eventually(() => expect(agent.received).toHaveLength(1), 20_000);
+    const waiting = runInput(threadId, 'waiting');
+    const response = await post(box, id, waiting);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    expect((await runOf(box, threadId, waiting.runId))?.status).toBe('queued');
+    const reader = response.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(first.startsWith(':')).toBe(true);
+    expect(first).not.toContain('heartbeat');
+    await reader.cancel();
+    agent.release();
+  });
+
+  it('stops following a run once its caller is gone, leaving the run to go on', async () => {
+    const { box } = aws;
+    const { id, agent } = await heldAgent(box);
+    const input = runInput(`t-${randomUUID()}`, 'nobody listens');
+    void post(box, id, input);
+    await eventually(() => expect(agent.received).toHaveLength(1), 20_000);
+    const stop = new AbortController();
+    const tail = await box.fetch(`${box.url}/agui/${id}/runs/${input.runId}/events`, { signal: stop.signal });
+    expect(tail.status).toBe(200);
+    stop.abort();
+    const gone = box.clock.now();
+    // A door left following has work outside any invocation: it polls the record for a caller that is gone.
+    await eventually(() => {
+      const strays = box.endpoint.calls.filter((call) => call.caller === 'doors-stream' && !call.duringInvocation);
+      const quietSince = Math.max(gone, strays.at(-1)?.at ?? 0);
+      expect(box.clock.now() - quietSince).toBeGreaterThan(5_000);
+    }, 80_000);
+    expect((await runOf(box, input.threadId, input.runId))?.status).toBe('running');
+    agent.release();
+  }, 100_000);
+});
+
+// Moving the box's clock moves every queue's visibility window too: a run in flight beside it
+// would see its message come back, so this test runs alone, after the concurrent ones.
+describe('an ask on AWS, as its clock passes', { timeout: 90_000 }, () => {
+  it('expires an ask at its expiresAt by the state machine, after which an answer is refused 410 interrupt_expired', async () => {
+    const { box } = aws;
+    const threadId = `t-${randomUUID()}`;
+    const asking = runInput(threadId, '/ask 60');
+    const { events } = await readSse(await post(box, 'demo', asking));
+    const interruptId = (events.at(-1)!.data as { outcome: { interrupts: Array<{ id: string }> } }).outcome.interrupts[0].id;
+    const execution = await eventually(() => {
+      const found = [...box.stepFunctions.executions.values()].find((e) => e.name === asking.runId);
+      expect(found?.states.at(-1)).toBe('Wait until the earliest expiresAt');
+      return found!;
+    }, 20_000);
+    expect((await thread(box, threadId)).openAsks).toHaveLength(1);
+    box.clock.advance(61_000);
+    await eventually(() => expect(execution.status).toBe('SUCCEEDED'), 20_000);
+    expect(execution.states).toEqual(['Has an expiry?', 'Wait until the earliest expiresAt', 'Expire the open asks', 'Has an expiry?', 'Nothing left to expire']);
+    expect((await thread(box, threadId)).openAsks).toEqual([]);
+    const late = await post(box, 'demo', runInput(threadId, '', { messages: [], resume: [{ interruptId, status: 'resolved', payload: {} }] }));
+    expect(late.status).toBe(410);
+    expect(await late.json()).toMatchObject({ error: { code: 'interrupt_expired' } });
+  });
+});

@@ -1,0 +1,211 @@
+import { CreateTableCommand, GetItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { isDeepStrictEqual } from 'node:util';
+import { localDynamoClient, startDynalite, type LocalDynamo } from '../../../lambdas/adapters/local/dynalite.js';
+import type { AwsCall, AwsService, Reply } from './aws-endpoint.js';
+import { REGION, type Deployment } from './template.js';
+
+type Item = Record<string, AttributeValue>;
+
+/** A DynamoDB Streams record with a new image (the stack's view type), as Lambda hands it over. */
+export interface StreamRecord {
+  eventID: string;
+  eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
+  eventVersion: '1.1';
+  eventSource: 'aws:dynamodb';
+  awsRegion: string;
+  eventSourceARN: string;
+  dynamodb: { ApproximateCreationDateTime: number; Keys: Item; NewImage?: Item; SequenceNumber: string; SizeBytes: number; StreamViewType: 'NEW_IMAGE' };
+}
+
+interface Table {
+  name: string;
+  arn: string;
+  streamArn: string;
+  keys: string[];
+  stream: StreamRecord[];
+  listeners: Set<() => void>;
+}
+
+/**
+ * DynamoDB: dynalite, with the tables created from the template's own properties, behind a proxy
+ * that authorizes each call against the caller's policies and writes each table's stream from
+ * the writes it passed on (dynalite 4 has no Streams and no TransactWriteItems). A table's writes
+ * are serialized per item, so its stream holds each item's new images in the order they were
+ * made, as a DynamoDB stream shard does.
+ */
+export class DynamoDbService implements AwsService {
+  readonly tables = new Map<string, Table>();
+  private sequence = 100_000_000_000_000_000_000n;
+  private readonly locks = new Map<string, Promise<void>>();
+  private constructor(
+    private readonly dynamo: LocalDynamo,
+    /** dynalite's own client, outside IAM: for tests that read the record whole. */
+    readonly client: DynamoDBClient,
+    private readonly clock: { now(): number },
+  ) {}
+
+  static async start(deployment: Deployment, clock: { now(): number }): Promise<DynamoDbService> {
+    const dynamo = await startDynalite();
+    const service = new DynamoDbService(dynamo, localDynamoClient(dynamo.endpoint), clock);
+    for (const [id, resource] of deployment.resources('AWS::DynamoDB::Table')) {
+      const props = deployment.resolve(resource.Properties);
+      const name = deployment.physicalName(id);
+      await service.client.send(
+        new CreateTableCommand({
+          TableName: name,
+          AttributeDefinitions: props.AttributeDefinitions,
+          KeySchema: props.KeySchema,
+          GlobalSecondaryIndexes: props.GlobalSecondaryIndexes,
+          BillingMode: props.BillingMode,
+        }),
+      );
+      service.tables.set(name, {
+        name,
+        arn: deployment.attribute(id, 'Arn'),
+        streamArn: deployment.attribute(id, 'StreamArn'),
+        keys: (props.KeySchema as Array<{ AttributeName: string }>).map((key) => key.AttributeName),
+        stream: [],
+        listeners: new Set(),
+      });
+    }
+    return service;
+  }
+
+  table(name: string): Table {
+    const table = this.tables.get(name);
+    if (!table) throw new Error(`no table ${name}`);
+    return table;
+  }
+
+  tableByStreamArn(arn: string): Table {
+    const table = [...this.tables.values()].find((t) => t.streamArn === arn);
+    if (!table) throw new Error(`no table with the stream ${arn}`);
+    return table;
+  }
+
+  authorize(call: AwsCall): Array<{ action: string; resource: string }> {
+    const body = call.body as Record<string, any>;
+    const action = `dynamodb:${call.operation}`;
+    const arn = (name: string) => this.tables.get(name)?.arn ?? `arn:aws:dynamodb:${REGION}:123456789012:table/${name}`;
+    if (call.operation === 'BatchWriteItem' || call.operation === 'BatchGetItem') {
+      return Object.keys(body.RequestItems ?? {}).map((name) => ({ action, resource: arn(name) }));
+    }
+    if (call.operation === 'TransactWriteItems' || call.operation === 'TransactGetItems') {
+      return (body.TransactItems ?? []).flatMap((item: Record<string, { TableName: string }>) =>
+        Object.entries(item).map(([kind, part]) => ({ action: kind === 'Get' ? 'dynamodb:GetItem' : `dynamodb:${kind}Item`, resource: arn(part.TableName) })),
+      );
+    }
+    const table = arn(body.TableName);
+    return [{ action, resource: body.IndexName ? `${table}/index/${body.IndexName}` : table }];
+  }
+
+  async handle(call: AwsCall): Promise<Reply> {
+    const body = call.body as Record<string, any>;
+    switch (call.operation) {
+      case 'PutItem':
+        return this.write([{ table: body.TableName, key: this.keyOf(body.TableName, body.Item), put: body.Item }], call);
+      case 'UpdateItem':
+        return this.write([{ table: body.TableName, key: body.Key }], call);
+      case 'DeleteItem':
+        return this.write([{ table: body.TableName, key: body.Key, remove: true }], call);
+      case 'BatchWriteItem':
+        return this.write(
+          Object.entries(body.RequestItems as Record<string, Array<{ PutRequest?: { Item: Item }; DeleteRequest?: { Key: Item } }>>).flatMap(([table, requests]) =>
+            requests.map((request) =>
+              request.PutRequest
+                ? { table, key: this.keyOf(table, request.PutRequest.Item), put: request.PutRequest.Item }
+                : { table, key: request.DeleteRequest!.Key, remove: true },
+            ),
+          ),
+          call,
+        );
+      default:
+        return this.forward(call);
+    }
+  }
+
+  close(): Promise<void> {
+    this.client.destroy();
+    return this.dynamo.close();
+  }
+
+  private keyOf(table: string, item: Item): Item {
+    return Object.fromEntries(this.table(table).keys.map((name) => [name, item[name]]));
+  }
+
+  private async write(writes: Array<{ table: string; key: Item; put?: Item; remove?: boolean }>, call: AwsCall): Promise<Reply> {
+    const ids = writes.map((w) => `${w.table}\u0000${JSON.stringify(w.key)}`).sort();
+    const release = await this.lock(ids);
+    try {
+      const before = await this.read(writes);
+      const reply = await this.forward(call);
+      if (reply.status !== 200) return reply;
+      const after = await this.read(writes.filter((w) => !w.put && !w.remove));
+      writes.forEach((w, i) => {
+        const old = before[i];
+        const image = w.remove ? undefined : w.put ?? after.shift();
+        if (old === undefined && image === undefined) return;
+        if (image !== undefined && isDeepStrictEqual(old, image)) return;
+        this.record(w.table, w.key, old === undefined ? 'INSERT' : image === undefined ? 'REMOVE' : 'MODIFY', image);
+      });
+      return reply;
+    } finally {
+      release();
+    }
+  }
+
+  private async read(writes: Array<{ table: string; key: Item }>): Promise<Array<Item | undefined>> {
+    return Promise.all(
+      writes.map(async (w) => (await this.client.send(new GetItemCommand({ TableName: w.table, Key: w.key, ConsistentRead: true }))).Item),
+    );
+  }
+
+  private record(tableName: string, keys: Item, eventName: StreamRecord['eventName'], image: Item | undefined): void {
+    const table = this.table(tableName);
+    this.sequence += 1n;
+    table.stream.push({
+      eventID: this.sequence.toString(16),
+      eventName,
+      eventVersion: '1.1',
+      eventSource: 'aws:dynamodb',
+      awsRegion: REGION,
+      eventSourceARN: table.streamArn,
+      dynamodb: {
+        ApproximateCreationDateTime: Math.floor(this.clock.now() / 1000),
+        Keys: keys,
+        ...(image ? { NewImage: image } : {}),
+        SequenceNumber: this.sequence.toString(),
+        SizeBytes: JSON.stringify(image ?? keys).length,
+        StreamViewType: 'NEW_IMAGE',
+      },
+    });
+    for (const listener of table.listeners) listener();
+  }
+
+  private async lock(ids: string[]): Promise<() => void> {
+    const previous = ids.map((id) => this.locks.get(id) ?? Promise.resolve());
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    for (const id of ids) this.locks.set(id, held);
+    await Promise.all(previous);
+    return () => {
+      for (const id of ids) if (this.locks.get(id) === held) this.locks.delete(id);
+      release();
+    };
+  }
+
+  private async forward(call: AwsCall): Promise<Reply> {
+    const response = await fetch(this.dynamo.endpoint, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-amz-json-1.0',
+        'x-amz-target': `DynamoDB_20120810.${call.operation}`,
+        'x-amz-date': call.headers['x-amz-date'] ?? '',
+        authorization: call.headers.authorization ?? '',
+      },
+      body: call.raw,
+    });
+    return { status: response.status, body: await response.text(), headers: { 'content-type': 'application/x-amz-json-1.0' } };
+  }
+}
+

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { DynamoRunStore } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
+import { SqliteRunStore } from '../../lambdas/adapters/local/sqlite-run-store.js';
+import type { RunStore } from '../../lambdas/core/ports.js';
+import { eventually, harness } from './core-harness.js';
+import { useDynalite } from './dynalite.js';
+import { dynamoSnapshot, recordBreaks, sqliteSnapshot, type RecordSnapshot } from './record-invariants.js';
+
+const dynalite = useDynalite();
+
+/** Two runs of one thread, run to their ends. */
+async function exercise(store: RunStore) {
+  const h = await harness(store);
+  const first = await h.send('one');
+  const second = await h.send('two');
+  expect(first.ok && second.ok).toBe(true);
+  await h.settled();
+  await eventually(async () => expect((await h.store.getRun('run-2'))?.status).toBe('completed'));
+}
+
+function broken(snapshot: RecordSnapshot, change: (s: RecordSnapshot) => void): string[] {
+  const copy: RecordSnapshot = structuredClone(snapshot);
+  change(copy);
+  return recordBreaks(copy);
+}
+
+describe('the record’s invariants', () => {
+  it('hold for a record the gateway wrote, on SQLite and on DynamoDB, and name each break', async () => {
+    const sqlite = new SqliteRunStore(':memory:');
+    await exercise(sqlite);
+    const tables = await dynalite.freshTables();
+    await exercise(new DynamoRunStore({ client: dynalite.client, tables }));
+    const snapshots = [sqliteSnapshot(sqlite), await dynamoSnapshot(dynalite.client, tables)];
+    for (const snapshot of snapshots) {
+      expect(snapshot.runs.map((run) => run.status).sort()).toEqual(['completed', 'completed']);
+      expect(recordBreaks(snapshot)).toEqual([]);
+      expect(broken(snapshot, (s) => (s.threads[0].unsettled += 1))).toEqual([expect.stringMatching(/holds 1 places for 0 unsettled runs/)]);
+      expect(broken(snapshot, (s) => s.seqs.set('run-1', s.seqs.get('run-1')!.filter((seq) => seq !== 2)))).toContainEqual(expect.stringMatching(/run run-1 has no event at seq 2/));
+      expect(broken(snapshot, (s) => (s.runs = []))).toContainEqual(expect.stringMatching(/has no run \(a ghost thread\)/));
+      expect(
+        broken(snapshot, (s) => (s.runs[0].asks = { a: { id: 'a', kind: 'interrupt', state: 'answered', closedByRunId: 'nobody' } })),
+      ).toEqual([expect.stringMatching(/answered by run nobody, which does not exist/)]);
+      expect(broken(snapshot, (s) => s.tenantPlaces.set(s.runs[0].tenant, 1))).toEqual([expect.stringMatching(/holds 1 places for 0 unsettled runs that took one/)]);
+    }
+    sqlite.close();
+  });
+});
