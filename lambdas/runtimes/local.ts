@@ -266,15 +266,15 @@ interface OpenedRecord {
 async function openRecord(settings: LocalSettings, log: (line: string) => void): Promise<OpenedRecord> {
   const dir = settings.dataDir;
   if (dir !== undefined) await mkdir(dir, { recursive: true });
-  return (settings.store ?? 'sqlite') === 'sqlite' ? openSqlite(dir) : openDynalite(dir, settings, log);
+  return (settings.store ?? 'sqlite') === 'sqlite' ? openSqlite(dir, log) : openDynalite(dir, settings, log);
 }
 
-function openSqlite(dir: string | undefined): OpenedRecord {
+function openSqlite(dir: string | undefined, log: (line: string) => void): OpenedRecord {
   if (dir !== undefined && holdsOnlyDynalite(dir)) throw dynaliteDirError(dir);
   const file = dir === undefined ? undefined : recordFile(dir);
   let store: SqliteRunStore;
   try {
-    store = new SqliteRunStore(file ?? ':memory:');
+    store = new SqliteRunStore(file ?? ':memory:', (message) => log(`the record's log could not be copied into ${file} (tried again shortly): ${message}`));
   } catch (error) {
     if (error instanceof StoreLocked && dir !== undefined) throw inUseError(dir, error);
     throw error;
@@ -284,7 +284,7 @@ function openSqlite(dir: string | undefined): OpenedRecord {
     store: takingTurns(store),
     record: { store: 'sqlite', ...(file ? { file } : {}), census: () => store.census() },
     async close() {
-      store.close();
+      await store.close();
       release();
     },
   };

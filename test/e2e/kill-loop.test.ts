@@ -130,7 +130,7 @@ describe('npm start killed at any moment', () => {
     try {
       expect(recordBreaks(sqliteSnapshot(store))).toEqual([]);
     } finally {
-      store.close();
+      await store.close();
     }
   }, 240_000);
 });

@@ -42,6 +42,6 @@ describe('the record’s invariants', () => {
       ).toEqual([expect.stringMatching(/answered by run nobody, which does not exist/)]);
       expect(broken(snapshot, (s) => s.tenantPlaces.set(s.runs[0].tenant, 1))).toEqual([expect.stringMatching(/holds 1 places for 0 unsettled runs that took one/)]);
     }
-    sqlite.close();
+    await sqlite.close();
   });
 });

@@ -16,8 +16,8 @@ export const TEST_STORE: LocalStoreKind = process.env.FUNDUQ_TEST_STORE === 'dyn
 export function useStore() {
   const dynamo = TEST_STORE === 'dynamodb' ? useDynalite() : undefined;
   const opened: SqliteRunStore[] = [];
-  afterAll(() => {
-    for (const store of opened) store.close();
+  afterAll(async () => {
+    for (const store of opened) await store.close();
   });
   return {
     kind: TEST_STORE,

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 /**
  * What lives in the data dir (FUNDUQ_DATA_DIR), one name per file, so that whatever else the
  * gateway keeps there is added here, beside these:
- * - `funduq.sqlite` (and `funduq.sqlite-wal` while it is open): the record, in SQLite (the default store);
+ * - `funduq.sqlite` (and `funduq.sqlite-wal`, `funduq.sqlite-shm` while it is open): the record, in
+ *   SQLite (the default store), and `funduq.sqlite-lock`, which the gateway holding it keeps locked;
  * - `funduq.pid`: which process holds the data dir, for the message a second gateway prints;
  * - with FUNDUQ_STORE=dynamodb, dynalite's LevelDB files (`CURRENT`, `LOCK`, `LOG`, `MANIFEST-*`,
  *   `*.ldb`, `*.log`) at the top of the dir, where funduq kept them before it had SQLite.

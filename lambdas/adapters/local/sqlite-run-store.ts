@@ -24,6 +24,7 @@ import {
 import type { RunStore, TaskIndexQuery, TenantAdmission, TenantLimits, UsageQuery } from '../../core/ports.js';
 import { taskStateAt, taskStateOf } from '../../core/a2a/task-state.js';
 import type { UsageRecord } from '../../core/usage.js';
+import { JOURNAL_SIZE_LIMIT, SqliteCheckpointer } from './sqlite-checkpointer.js';
 
 /** Marks the file as funduq's (`PRAGMA application_id`), so a stranger's database is not taken for a record. */
 const APPLICATION_ID = 0x66756471; // "fudq"
@@ -213,13 +214,16 @@ type TenantRow = { rate_window: number | null; window_runs: number | null; place
 type SpendRow = { budget: string | null; spend_period: string | null; spend_tokens: number | null; spend_cost: number | null; crossed_at: string | null; crossed_by: string | null };
 
 /**
- * The RunStore on SQLite, for one machine: one file, WAL, and a connection that holds the file
- * alone for as long as it is open (another process opening it is refused, and the lock goes with
- * the process, however it ends). better-sqlite3 is synchronous: every method runs whole before any
- * other code of this thread, so a read-check-write is one step; the writes that span rows are
- * transactions too, so a crash leaves all of them or none.
+ * The RunStore on SQLite, for one machine: one file, WAL, and a lock beside it held for as long as
+ * the store is open (another process opening it is refused, and the lock goes with the process,
+ * however it ends). better-sqlite3 is synchronous: every method runs whole before any other code
+ * of this thread, so a read-check-write is one step; the writes that span rows are transactions
+ * too, so a crash leaves all of them or none. The log is copied into the file on a thread of its
+ * own (SqliteCheckpointer), never inside one of this thread's commits.
  */
 export class SqliteRunStore implements RunStore {
+  private readonly lock: Database.Database | undefined;
+  private readonly checkpointer: SqliteCheckpointer | undefined;
   private readonly db: Database.Database;
   private readonly statements: ReturnType<typeof prepare>;
   private readonly insertEvents: (events: StoredEvent[]) => void;
@@ -227,9 +231,24 @@ export class SqliteRunStore implements RunStore {
   /** ListTasks' statements, one per shape of query (which filters it names). */
   private readonly listings = new Map<string, Database.Statement>();
 
-  /** Opens (or creates) the record at `path`, or in memory for ':memory:'. */
-  constructor(path: string) {
-    this.db = openDatabase(path);
+  /**
+   * Opens (or creates) the record at `path`, or in memory for ':memory:'. `onCheckpointFailure`
+   * hears of a log the checkpoint thread could not copy (it tries again; the log grows meanwhile).
+   */
+  constructor(path: string, onCheckpointFailure: (message: string) => void = () => {}) {
+    const inFile = path !== ':memory:';
+    this.lock = inFile ? holdRecord(path) : undefined;
+    try {
+      this.db = openDatabase(path);
+    } catch (error) {
+      this.lock?.close();
+      throw error;
+    }
+    if (inFile) {
+      this.db.pragma('wal_autocheckpoint = 0');
+      this.db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT}`);
+      this.checkpointer = SqliteCheckpointer.start(path, onCheckpointFailure);
+    }
     this.statements = prepare(this.db);
     const { insertEvents, rowAtOrBefore } = this.statements;
     this.insertEvents = this.db.transaction((events: StoredEvent[]) => {
@@ -251,8 +270,11 @@ export class SqliteRunStore implements RunStore {
     });
   }
 
-  close(): void {
+  /** Ends the checkpoint thread, then closes the record (copying what is left of its log) and gives up the lock. */
+  async close(): Promise<void> {
+    await this.checkpointer?.stop();
     if (this.db.open) this.db.close();
+    if (this.lock?.open) this.lock.close();
   }
 
   /** Rows per table: a look at the whole record (what a request may have left behind). */
@@ -739,19 +761,37 @@ export class SqliteRunStore implements RunStore {
 }
 
 /**
- * Opens the file alone (`locking_mode = EXCLUSIVE`: the first write takes a lock held until the
- * connection closes, and no shared-memory index is made), in WAL mode with `synchronous = NORMAL`:
- * a commit is durable across a crash of the process; a power cut may lose the last commits, never
- * the file. Checks the schema version, and creates or migrates the tables.
+ * Takes the record's lock: a file of its own (the record itself is shared with the checkpoint
+ * thread's connection), held by a connection in `locking_mode = EXCLUSIVE` from its first
+ * transaction until it closes, or the process ends however it ends. A second gateway on the same
+ * record fails here, before it serves anything.
+ */
+function holdRecord(path: string): Database.Database {
+  // timeout 0: a lock another process holds is reported at once, not after waiting for it.
+  const lock = new Database(`${path}-lock`, { timeout: 0 });
+  try {
+    lock.pragma('locking_mode = EXCLUSIVE');
+    lock.pragma('journal_mode = OFF');
+    lock.exec('BEGIN EXCLUSIVE');
+    lock.exec('COMMIT');
+    return lock;
+  } catch (error) {
+    lock.close();
+    if ((error as { code?: unknown }).code === 'SQLITE_BUSY') throw new StoreLocked(`${path} is held by another process`, { cause: error });
+    throw error;
+  }
+}
+
+/**
+ * Opens the record in WAL mode with `synchronous = NORMAL`: a commit is durable across a crash of
+ * the process; a power cut may lose the last commits, never the file. Checks the schema version,
+ * and creates or migrates the tables.
  */
 function openDatabase(path: string): Database.Database {
-  // timeout 0: a file another process holds is reported at once, not after waiting for it.
   const db = new Database(path, { timeout: 0 });
   try {
-    db.pragma('locking_mode = EXCLUSIVE');
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
-    // Takes the lock now: a second gateway on the same file fails here, before it serves anything.
     db.exec('BEGIN IMMEDIATE');
     const version = db.pragma('user_version', { simple: true }) as number;
     const application = db.pragma('application_id', { simple: true }) as number;

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { NotARecord, SCHEMA_VERSION, SchemaTooNew, SqliteRunStore, StoreLocked }
 import { StoreUnavailable } from '../../../lambdas/core/errors.js';
 import { aPushConfig, aRun, aThread, anAgent, events, openAsk, range, seqs } from '../../support/store-fixtures.js';
 import { TaskStates } from '../../../lambdas/core/a2a/vocabulary.js';
+import { eventually } from '../../support/core-harness.js';
 
 /**
  * What only the SQLite adapter does: its file, its lock, its schema version, its transactions.
@@ -49,7 +50,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  for (const store of open.splice(0)) store.close();
+  for (const store of open.splice(0)) await store.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -64,7 +65,7 @@ describe('SqliteRunStore: its file', () => {
     await first.appendEvents(events(run.runId, 3));
     await first.putAgent(anAgent('research'));
     await first.putPushConfig(aPushConfig(run.runId, 'hook'));
-    first.close();
+    await first.close();
 
     const second = openStore();
     expect(await second.getThread(thread)).toEqual({ ...thread, unsettled: 1, arrivals: 1 });
@@ -80,15 +81,25 @@ describe('SqliteRunStore: its file', () => {
     expect(existsSync(`${file}-wal`)).toBe(true);
   });
 
+  it("copies its log into the file on a thread of its own while it stays open, none of its commits doing it", async () => {
+    const store = openStore();
+    const empty = statSync(file).size;
+    const big = { type: 'CUSTOM', name: 'big', value: 'x'.repeat(60_000) } as const;
+    for (let i = 0; i < 40; i++) await store.appendEvents([{ runId: 'run-1', seq: i + 1, event: big }]);
+    // 2.4 MB of commits, under SQLite's own threshold of 1,000 pages: left to the commits, the file would not grow before the close.
+    await eventually(() => expect(statSync(file).size).toBeGreaterThan(empty + 2_000_000));
+    expect(seqs(await store.readEvents('run-1', 0))).toEqual(range(1, 40));
+  });
+
   it('is held by one process at a time: a second opening is refused until the first closes', async () => {
     const first = openStore();
     expect(() => openStore()).toThrow(StoreLocked);
-    first.close();
+    await first.close();
     expect(() => openStore()).not.toThrow();
   });
 
   it('refuses a file written by a newer funduq, saying which schema and what to do', async () => {
-    openStore().close();
+    await openStore().close();
     const raw = new Database(file);
     raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
     raw.close();
@@ -101,7 +112,7 @@ describe('SqliteRunStore: its file', () => {
     const store = openStore();
     const thread = aThread({ waitingRunId: 'run-waiting' });
     await store.createThread(thread, 'run-waiting');
-    store.close();
+    await store.close();
     open.splice(0);
     const raw = new Database(file);
     raw.prepare('UPDATE threads SET waiting_run_id = ?').run('run-waiting');
@@ -116,7 +127,7 @@ describe('SqliteRunStore: its file', () => {
     const thread = aThread({ unsettled: 1, arrivals: 1 });
     await first.createThread(thread, 'queued-1');
     await first.createRun(aRun({ runId: 'queued-1', threadId: thread.threadId, status: 'queued', tenantPlace: true }));
-    first.close();
+    await first.close();
     const raw = new Database(file);
     asSchema1(raw);
     raw.close();
@@ -134,7 +145,7 @@ describe('SqliteRunStore: its file', () => {
     const answered = aRun({ runId: 'answered', threadId: 'thread-b', status: 'completed', asks: { a1: { ...openAsk('a1'), state: 'answered', closedByRunId: 'answer' } } });
     const answer = aRun({ runId: 'answer', threadId: 'thread-b', rootRunId: 'answered', parentRunId: 'answered', arrival: 2, status: 'running' });
     for (const run of [waiting, answered, answer]) await first.createRun(run);
-    first.close();
+    await first.close();
     open.splice(0);
     const raw = new Database(file);
     asSchema4(raw);
@@ -152,7 +163,7 @@ describe('SqliteRunStore: its file', () => {
   it('refuses a SQLite database that is not a funduq record, and a file that is not a database', async () => {
     const stranger = new Database(file);
     stranger.exec('CREATE TABLE notes (text TEXT)');
-    stranger.close();
+    await stranger.close();
     expect(() => openStore()).toThrow(NotARecord);
     expect(() => openStore()).toThrow('not a funduq record');
 
