@@ -1,10 +1,16 @@
 import type { RunStore } from '../../core/ports.js';
 
 /** How long a chain of work may run before it lets the event loop turn. */
-const SLICE_MS = 4;
+const SLICE_MS = 1;
+/** How long the chains that waited may run in one turn of the loop, all of them together. */
+const TURN_MS = 3;
 
 /** When the current slice of work began; cleared when the loop turns, and when a chain that waited goes on. */
 let sliceStart: number | undefined;
+/** When this turn's first waiting chain went on; cleared at the next turn. */
+let turnStart: number | undefined;
+/** The chains that wait for a turn, first come first resumed. */
+const waiting: (() => void)[] = [];
 
 /** Whether the work of this slice has run long enough that the next step should wait its turn. */
 function sliceSpent(): boolean {
@@ -18,18 +24,34 @@ function sliceSpent(): boolean {
 }
 
 /**
- * The rest of a chain, a turn later, in a slice of its own: every chain that waited goes on once
- * a turn, with the sockets read between two turns (a health check answered, another tenant's
- * event relayed). Sharing one slice, the first chain of a turn would spend it and every later one
- * wait again, for as long as the first had work.
+ * The rest of a chain, a turn later, in a slice of its own: the chains that waited go on one
+ * after another, with the sockets read between two turns (a health check answered, another
+ * tenant's event relayed). Sharing one slice, the first chain of a turn would spend it and every
+ * later one wait again, for as long as the first had work. A turn gives them `TURN_MS` in all, so
+ * 300 requests waiting at once do not hold the loop for 300 slices; each waiting chain adds one
+ * go to the turn, and each go sends on the chain that has waited longest, so a chain the last
+ * turn had no time for goes before those that went on in it.
  */
 function nextTurn(): Promise<void> {
-  return new Promise<void>((resolve) =>
-    setImmediate(() => {
-      sliceStart = undefined;
-      resolve();
-    }),
-  );
+  return new Promise<void>((resolve) => {
+    waiting.push(resolve);
+    setImmediate(go);
+  });
+}
+
+function go(): void {
+  const at = performance.now();
+  if (turnStart === undefined) {
+    turnStart = at;
+    // Queued now, it runs at the start of the next turn, before the goes this one queues.
+    setImmediate(() => (turnStart = undefined));
+  }
+  if (at - turnStart > TURN_MS) {
+    setImmediate(go);
+    return;
+  }
+  sliceStart = at;
+  waiting.shift()!();
 }
 
 /** Waits a turn when the current slice is spent: for work about to begin (a request body to parse). */

@@ -35,7 +35,39 @@ describe('store calls taking turns on one machine', () => {
       await Promise.all([busy, paced]);
       expect(order).toEqual(['paced ended', 'busy ended']);
     } finally {
-      raw.close();
+      await raw.close();
+    }
+  });
+
+  it('gives the chains that waited a few slices a turn in all, however many wait: the loop turns between them', async () => {
+    const raw = new SqliteRunStore(':memory:');
+    const store = takingTurns(raw);
+    try {
+      // One count per turn of the loop: an immediate that queues itself runs once a turn.
+      let turns = 0;
+      let ticking = true;
+      const tick = () => {
+        turns += 1;
+        if (ticking) setImmediate(tick);
+      };
+      setImmediate(tick);
+      const goneOnIn = new Map<number, Set<number>>();
+      // 50 chains (50 requests at once), each some 10 slices of calls with work between them.
+      const chains = Array.from({ length: 50 }, async (_, chain) => {
+        for (let i = 0; i < 40; i++) {
+          await store.lastSeq(`chain-${chain}`);
+          goneOnIn.set(turns, (goneOnIn.get(turns) ?? new Set()).add(chain));
+          work(1);
+        }
+      });
+      await Promise.all(chains);
+      ticking = false;
+      const most = Math.max(...[...goneOnIn.values()].map((set) => set.size));
+      // A slice of its own each, all 50 would go on in every turn.
+      expect(most).toBeLessThanOrEqual(4);
+      expect(turns).toBeGreaterThan(50);
+    } finally {
+      await raw.close();
     }
   });
 });
