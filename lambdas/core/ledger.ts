@@ -5,7 +5,7 @@ import { threadKey, type Agent, type AgUiEventRecord, type Run, type RunLink, ty
 import { cancelledEnd, earliestExpiry, failedEnd, openAsks, type RunEnd } from './outcome.js';
 import type { AskTimer, ChangeFeed, Clock, RunStore, ThreadQueue, UsageMeter } from './ports.js';
 import { isoNow } from './time.js';
-import { itemBytes, MAX_ITEM_BYTES, utf8Bytes } from './storable.js';
+import { itemBytes, MAX_ITEM_BYTES, RUN_END_ROOM_BYTES, utf8Bytes } from './storable.js';
 import { runUsage, usageRecordOf } from './usage.js';
 
 export interface LedgerDeps {
@@ -22,6 +22,21 @@ export interface LedgerDeps {
 
 /** Room an end keeps for its own fields (status, times, reason, usage), beside the asks and the closing events. */
 const END_FIELDS_BYTES = 8 * 1024;
+/**
+ * Asks and closing events this small fit beside any input: a run is accepted only with
+ * `RUN_END_ROOM_BYTES` of its item left, of which the end's fields take `END_FIELDS_BYTES` and
+ * what a running run gains (its start time, its message's receipt) takes less than 4 KB.
+ */
+const SMALL_END_BYTES = RUN_END_ROOM_BYTES - END_FIELDS_BYTES - 4 * 1024;
+
+/**
+ * Whether the run's item keeps `end` beside its input. A small end is known to fit without
+ * measuring the input (hundreds of KB read back from the record and walked, at every settle).
+ */
+function fitsBesideInput(run: Run, end: Pick<Run, 'asks'> & Partial<Pick<Run, 'closingEvents'>>): boolean {
+  if (itemBytes(end) <= SMALL_END_BYTES) return true;
+  return itemBytes({ ...run, ...end }) <= MAX_ITEM_BYTES - END_FIELDS_BYTES;
+}
 
 /** Past this many unwritten events a log's writer waits for the store instead of buffering more. */
 const HIGH_WATER = 2_000;
@@ -211,13 +226,13 @@ export class Ledger {
   ): Promise<Run | undefined> {
     // An end that does not fit beside the run's input in its record (an agent's interrupts of
     // hundreds of KB) fails the run instead: the record keeps every run's end whole, or says why not.
-    const tooLarge = itemBytes({ ...run, asks: given.asks }) > MAX_ITEM_BYTES - END_FIELDS_BYTES;
+    const tooLarge = !fitsBesideInput(run, { asks: given.asks });
     const end: RunEnd & { cancelRequested?: boolean } = tooLarge
       ? { ...failedEnd('provider_event_too_large', 'the run ended with asks larger than its record keeps beside its input'), cancelRequested: given.cancelRequested }
       : given;
     let closing = tooLarge ? end.closingEvents : givenClosing;
     // Closing events that do not fit on the record either are stored in the log first, as events are.
-    if (closing.length > 0 && itemBytes({ ...run, asks: end.asks, closingEvents: closing }) > MAX_ITEM_BYTES - END_FIELDS_BYTES) {
+    if (closing.length > 0 && !fitsBesideInput(run, { asks: end.asks, closingEvents: closing })) {
       await this.append(closing.map((event, i) => ({ runId: run.runId, seq: stored.events + 1 + i, event })));
       stored = { events: stored.events + closing.length, bytes: stored.bytes + closing.reduce((sum, event) => sum + utf8Bytes(JSON.stringify(event)), 0) };
       closing = [];

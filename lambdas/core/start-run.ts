@@ -5,7 +5,7 @@ import { ok, refuse, StoreUnavailable, type Result } from './errors.js';
 import { expireOpenAsks } from './expire-asks.js';
 import { addressedRunIdOf } from './interjection.js';
 import { callerIdProblem, threadKey, type Agent, type Ask, type DoorName, type Principal, type Run, type Thread } from './model.js';
-import { itemBytes, MAX_ITEM_BYTES, storableProblem } from './storable.js';
+import { itemBytes, MAX_ITEM_BYTES, RUN_END_ROOM_BYTES, storableProblem } from './storable.js';
 import { openAsks } from './outcome.js';
 import { callerInput, sameInput } from './run-input.js';
 import { admitBudget } from './budgets.js';
@@ -189,9 +189,8 @@ export async function startLanded(core: Core, request: StartRunRequest, place: P
   return started;
 }
 
-/** The record keeps a run's item within DynamoDB's 400 KB, with this much left for its end (status, asks, usage). */
-const END_ROOM_BYTES = 16 * 1024;
-const MAX_RUN_BYTES = MAX_ITEM_BYTES - END_ROOM_BYTES;
+/** The record keeps a run's item within DynamoDB's 400 KB, with room left for its end. */
+const MAX_RUN_BYTES = MAX_ITEM_BYTES - RUN_END_ROOM_BYTES;
 
 type Lineage = { parentRunId?: string; rootRunId: string; addressedRunId?: string };
 

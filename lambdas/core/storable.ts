@@ -18,6 +18,8 @@ export const MAX_DEPTH = 30;
 const MIN_NUMBER = 1e-130;
 /** DynamoDB's largest is 9.99…9e125 (38 nines): a double rounds that to 1e126, so 1e126 is the first too large. */
 const TOO_LARGE = 1e126;
+/** A run is accepted only with this much of its item left for its end (status, times, asks, usage). */
+export const RUN_END_ROOM_BYTES = 16 * 1024;
 /** The largest event stored in one run_events item, with room for its key. */
 export const MAX_EVENT_BYTES = MAX_ITEM_BYTES - 2 * 1024;
 

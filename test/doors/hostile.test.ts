@@ -49,6 +49,15 @@ async function startHostileAgent(): Promise<string> {
         case 'bad-order':
           await send({ type: 'TEXT_MESSAGE_CONTENT', messageId: 'never-started', delta: 'orphan' });
           break;
+        case 'wide-ask':
+          // An interrupt of 100 KB: it fits beside a small input, not beside one of 300 KB.
+          await send({
+            type: 'RUN_FINISHED',
+            threadId,
+            runId,
+            outcome: { type: 'interrupt', interrupts: [{ id: 'wide', reason: 'confirm', payload: { plan: 'p'.repeat(100 * 1024) } }] },
+          });
+          return;
         case 'three-asks':
           await send({
             type: 'RUN_FINISHED',
@@ -209,6 +218,18 @@ describe('a hostile agent', () => {
 
     const huge = await run('huge-event', 'huge');
     expect(huge.run).toMatchObject({ status: 'failed', reason: 'provider_event_too_large' });
+  });
+
+  it('ending with asks that do not fit beside the run\'s input fails the run provider_event_too_large; small asks fit beside any input', async () => {
+    const ending = async (runId: string, said: string, padding: number) => {
+      // The agent reads the last user message: the padding goes before it.
+      const messages = [{ id: `${runId}-pad`, role: 'user', content: 'x'.repeat(padding) }, { id: `${runId}-m`, role: 'user', content: said }];
+      await readSse(await postRaw(gateway, 'hostile', JSON.stringify({ threadId: `h-${runId}`, runId, messages })));
+      return gateway.store.getRun(runId);
+    };
+    expect(await ending('wide-small-input', 'wide-ask', 10)).toMatchObject({ status: 'completed', outcome: 'interrupt', asks: { wide: { state: 'open' } } });
+    expect(await ending('wide-large-input', 'wide-ask', 300 * 1024)).toMatchObject({ status: 'failed', reason: 'provider_event_too_large' });
+    expect(await ending('small-large-input', 'three-asks', 340 * 1024)).toMatchObject({ status: 'completed', outcome: 'interrupt', asks: { a: { state: 'open' }, c: { state: 'open' } } });
   });
 
   it('sending a second RUN_STARTED and closing a message twice: both left out and noted, the stock client is content', async () => {
