@@ -33,6 +33,8 @@ export class SqliteCheckpointer {
 
   /** The thread closes its connection and ends; the gateway's own connection, closing last, copies what is left. */
   stop(): Promise<void> {
+    // Held again until it ends: a process with nothing else to wait for would otherwise end first.
+    this.worker.ref();
     this.worker.postMessage('close');
     return this.ended;
   }

@@ -770,8 +770,9 @@ function holdRecord(path: string): Database.Database {
   // timeout 0: a lock another process holds is reported at once, not after waiting for it.
   const lock = new Database(`${path}-lock`, { timeout: 0 });
   try {
+    // Its journal in memory: the lock file stays empty, with nothing beside it (OFF is refused in defensive mode).
+    lock.pragma('journal_mode = MEMORY');
     lock.pragma('locking_mode = EXCLUSIVE');
-    lock.pragma('journal_mode = OFF');
     lock.exec('BEGIN EXCLUSIVE');
     lock.exec('COMMIT');
     return lock;
