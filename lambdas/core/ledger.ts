@@ -182,19 +182,20 @@ export class Ledger {
   }
 
   /**
-   * What a settled run's end calls for after its end is written: its closing events stored, its
-   * usage record written and charged to its tenant's budget. A record that still holds closing
+   * What a settled run's end calls for after its end is written: its usage record written and
+   * charged to its tenant's budget, then its closing events stored (the usage first: a caller who
+   * read the run's last event finds the run in its usage). A record that still holds closing
    * events has not had all of it (its writer may have stopped in between), and this is safe to
    * do again: a seq stored already keeps its event, a usage record is written once.
    */
   async completeSettle(run: Run): Promise<void> {
-    const closing = closingLog(run);
-    await this.append(closing);
     const record = usageRecordOf(run);
     if (await this.deps.store.putUsageRecord(record)) {
       await charge(this.deps.budgets, record);
       this.deps.meter?.record(record);
     }
+    const closing = closingLog(run);
+    await this.append(closing);
     if (closing.length > 0) await this.deps.store.forgetClosingEvents(run.runId);
   }
 
