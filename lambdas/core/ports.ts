@@ -116,6 +116,12 @@ export interface RunStore {
    */
   listTasks(tenant: string, query: TaskIndexQuery): Promise<{ runs: Run[]; cursor?: string }>;
   /**
+   * Writes the index entry of the run's task from the run as given, unless a run of its lineage
+   * that arrived later wrote it: again, for a writer that died between a run's write and its
+   * entry's (a store that writes the two in one transaction has nothing to do).
+   */
+  reindexTask(run: Run): Promise<void>;
+  /**
    * Applies `patch` (which sets `status`) only while the run's status is one of `from`.
    * Returns the run as written, or undefined when the condition failed.
    */

@@ -9,19 +9,25 @@ export type RepairResult = 'enqueued' | 'settle_completed' | 'released' | 'nothi
  * between a write and its side effect. A queued ordinary run is handed to its thread's queue
  * (the queue deduplicates by run id, and a message whose run is no longer queued is skipped, so
  * a second message is harmless); a settled run whose record still holds closing events has its
- * settle completed (`Ledger.repairEnd`), and a settled run's thread-queue delivery is let go. An interjection is left alone: it is dispatched beside
- * its thread's queue, where a second dispatch would find it running and fail it.
+ * settle completed (`Ledger.repairEnd`), and a settled run's thread-queue delivery is let go. A
+ * queued or settled run's task index entry is written again when it is behind the run. A queued
+ * interjection is not handed over: it is dispatched beside its thread's queue, where a second
+ * dispatch would find it running and fail it.
  */
 export async function repairRun(core: Core, runId: string): Promise<RepairResult> {
   const run = await core.store.getRun(runId);
   if (!run) return 'nothing';
   if (run.status === 'queued') {
+    // An interjection may wait queued for its sweep: its task is listed meanwhile.
+    await core.store.reindexTask(run);
     if (run.addressedRunId !== undefined) return 'nothing';
     await core.ledger.enqueue(run, true);
     return 'enqueued';
   }
   if (run.status !== 'completed' && run.status !== 'failed' && run.status !== 'cancelled') return 'nothing';
   if (run.closingEvents) await core.ledger.repairEnd(run);
+  // A settle is a run's last write: no later one would bring its task's index entry up to it.
+  await core.store.reindexTask(run);
   // Its dispatcher may have died after the settle, holding the thread's next message back until
   // the delivery's visibility timeout: the settled run's message goes now (the dispatcher's own
   // delete, if it lives, finds it gone).

@@ -4,6 +4,7 @@ import type Database from 'better-sqlite3';
 import type { SqliteRunStore } from '../../lambdas/adapters/local/sqlite-run-store.js';
 import type { TableNames } from '../../lambdas/adapters/aws/dynamodb/tables.js';
 import { isTerminal, threadKey, type Run, type Thread } from '../../lambdas/core/model.js';
+import { taskStateOf } from '../../lambdas/core/a2a/task-state.js';
 
 /**
  * The whole record read at rest, whichever store kept it: what the invariants below are checked
@@ -16,6 +17,8 @@ export interface RecordSnapshot {
   seqs: Map<string, number[]>;
   /** Tenant places held, per tenant that has a count. */
   tenantPlaces: Map<string, number>;
+  /** The task index ListTasks reads: per task (its root run's id), the tail run it was written from and the state it says. */
+  tasks: Map<string, { tailArrival: number; state: number }>;
 }
 
 /** Every promise of the record that does not hold, one line each; none when all hold. */
@@ -54,6 +57,15 @@ export function recordBreaks(record: RecordSnapshot): string[] {
       if (run.status !== 'completed' && !run.reason) breaks.push(`run ${run.runId} is ${run.status} with no reason`);
     }
     if (run.parentRunId !== undefined && !runs.has(run.parentRunId)) breaks.push(`run ${run.runId} answers run ${run.parentRunId}, which does not exist`);
+    if (run.runId === run.rootRunId) {
+      // The index names the state of the task's tail: the run of its lineage that arrived last.
+      const tail = record.runs.filter((other) => other.rootRunId === run.runId).reduce((last, other) => (other.arrival > last.arrival ? other : last), run);
+      const entry = record.tasks.get(run.runId);
+      if (!entry) breaks.push(`task ${run.runId} is not in the task index: ListTasks cannot list it`);
+      else if (entry.tailArrival !== tail.arrival || entry.state !== taskStateOf(tail)) {
+        breaks.push(`task ${run.runId} is indexed in state ${entry.state} from arrival ${entry.tailArrival}; its tail ${tail.runId} (arrival ${tail.arrival}, ${tail.status}) is in state ${taskStateOf(tail)}`);
+      }
+    }
     for (const ask of Object.values(run.asks ?? {})) {
       if (ask.state === 'open' && !isTerminal(run.status)) breaks.push(`run ${run.runId} is ${run.status} with ask ${ask.id} open`);
       if (ask.state === 'answered') {
@@ -68,7 +80,7 @@ export function recordBreaks(record: RecordSnapshot): string[] {
 
 /**
  * The record of a SQLite store, read from its database: the file of a stopped gateway opened
- * anew, or an open store's own connection (it holds the file's lock, so no other can read it).
+ * anew, or an open store's own connection.
  */
 export function sqliteSnapshot(source: Database.Database | SqliteRunStore): RecordSnapshot {
   const db = 'prepare' in source ? source : source['db'];
@@ -93,17 +105,22 @@ export function sqliteSnapshot(source: Database.Database | SqliteRunStore): Reco
   for (const row of db.prepare('SELECT tenant, places FROM tenants WHERE places IS NOT NULL').all() as Array<{ tenant: string; places: number }>) {
     tenantPlaces.set(row.tenant, row.places);
   }
-  return { threads, runs, seqs, tenantPlaces };
+  const tasks: RecordSnapshot['tasks'] = new Map();
+  for (const row of db.prepare('SELECT task_id, tail_arrival, state FROM tasks').all() as Array<{ task_id: string; tail_arrival: number; state: number }>) {
+    tasks.set(idOfKey.get(row.task_id) ?? row.task_id, { tailArrival: row.tail_arrival, state: row.state });
+  }
+  return { threads, runs, seqs, tenantPlaces, tasks };
 }
 
 /** The record of the DynamoDB store, scanned from its two tables. */
 export async function dynamoSnapshot(client: DynamoDBClient, tables: TableNames): Promise<RecordSnapshot> {
-  const snapshot: RecordSnapshot = { threads: [], runs: [], seqs: new Map(), tenantPlaces: new Map() };
+  const snapshot: RecordSnapshot = { threads: [], runs: [], seqs: new Map(), tenantPlaces: new Map(), tasks: new Map() };
   for (const item of await scanAll(client, tables.runs)) {
     const pk = String(item.pk);
     if (pk.startsWith('thread#') && item.sk === 'thread') snapshot.threads.push(item as unknown as Thread);
     else if (pk.startsWith('run#') && item.sk === 'run') snapshot.runs.push(item as unknown as Run);
     else if (pk.startsWith('tenant#') && item.sk === 'tenant' && typeof item.places === 'number') snapshot.tenantPlaces.set(pk.slice('tenant#'.length), item.places);
+    else if (pk.startsWith('task#') && item.sk === 'index') snapshot.tasks.set(pk.slice('task#'.length), { tailArrival: Number(item.tailArrival), state: Number(item.state) });
   }
   for (const item of await scanAll(client, tables.runEvents)) {
     const list = snapshot.seqs.get(String(item.runId)) ?? [];

@@ -270,6 +270,9 @@ export class SqliteRunStore implements RunStore {
     });
   }
 
+  /** Nothing to repair: a run and its task's index row are written in one transaction. */
+  async reindexTask(): Promise<void> {}
+
   /** Ends the checkpoint thread, then closes the record (copying what is left of its log) and gives up the lock. */
   async close(): Promise<void> {
     await this.checkpointer?.stop();

@@ -1072,8 +1072,8 @@ export class DynamoRunStore implements RunStore {
    * state's time as the lineage's tail run last wrote them, in `byKey` under a partition per
    * tenant, agent and state, sorted by the root's creation. Written right after the run's own
    * write (DynamoDB returns the run as written, of which the state is a function); a writer that
-   * dies between the two leaves the entry a step behind until the run's next write, and ListTasks
-   * checks every task it lists against the record.
+   * dies between the two leaves the entry a step behind until the run's next write or the repair
+   * of its change (`reindexTask`), and ListTasks checks every task it lists against the record.
    */
   private async indexTask(run: Run): Promise<void> {
     const state = taskStateOf(run);
@@ -1097,6 +1097,16 @@ export class DynamoRunStore implements RunStore {
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
     });
+  }
+
+  /**
+   * The run's own write is done: the repair of a writer that died before its entry's. The entry
+   * is read first (a read unit costs a fifth of a write's) and written only when it is behind.
+   */
+  async reindexTask(run: Run): Promise<void> {
+    const entry = await this.get({ pk: taskPartition(run.rootRunId), sk: TASK_INDEX_ITEM });
+    if (entry && entry.tailArrival === run.arrival && entry.state === taskStateOf(run) && entry.stateAt === taskStateAt(run)) return;
+    await this.indexTask(run);
   }
 
   private async indexed(run: Run): Promise<Run> {
