@@ -52,9 +52,10 @@ export interface LocalSettings {
   /** Callers' API keys and whom each speaks for; absent, open mode: every caller is `anonymous`, and a warning says so. */
   apiKeys?: ApiKeys;
   heartbeatMs: number;
-  /** Admission (see `LOCAL_SETTINGS`): requests with a body in flight at once, and the megabytes they declare. */
+  /** Admission (see `LOCAL_SETTINGS`): requests with a body in flight at once, the megabytes they declare, and how long one waits for room. */
   maxInflightRequests?: number;
   maxInflightMb?: number;
+  admissionWaitMs?: number;
   /** Runs handed from the threads' queues to their agents at once (see `LOCAL_SETTINGS`). */
   maxRunningRuns?: number;
   /** Required as `Authorization: Bearer` on the admin routes; without it they are open, and a warning says so. */
@@ -184,6 +185,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
     admission: {
       requests: settings.maxInflightRequests ?? LOCAL_SETTINGS.maxInflightRequests.default,
       bytes: (settings.maxInflightMb ?? LOCAL_SETTINGS.maxInflightMb.default) * 1024 * 1024,
+      waitMs: settings.admissionWaitMs ?? LOCAL_SETTINGS.admissionWaitMs.default,
       turn: takeTurn,
     },
     principal: settings.apiKeys ? apiKeyResolver(settings.apiKeys) : openMode,

@@ -107,11 +107,12 @@ export const LOCAL_SETTINGS = {
   heartbeatMs: setting({ env: 'FUNDUQ_HEARTBEAT_MS', read: whole(100), default: 10_000 }),
   /**
    * Admission: requests with a body in flight at once (until their responses end), and the bytes
-   * they declare; the next is refused with 503 gateway_busy and Retry-After, before its body is
-   * read, rather than taking the process's memory.
+   * they declare; the next waits for room with its body unread, for at most the wait, then is
+   * refused with 503 gateway_busy and Retry-After, rather than taking the process's memory.
    */
   maxInflightRequests: setting({ env: 'FUNDUQ_MAX_INFLIGHT_REQUESTS', read: whole(1), default: 512 }),
   maxInflightMb: setting({ env: 'FUNDUQ_MAX_INFLIGHT_MB', read: whole(1), default: 16 }),
+  admissionWaitMs: setting({ env: 'FUNDUQ_ADMISSION_WAIT_MS', read: whole(0, 60_000), default: 2_000 }),
   /**
    * Runs handed from the threads' queues to their agents at once (the dispatcher's concurrency on
    * AWS); more wait queued, in arrival order. A restart that finds many queued runs starts them so.

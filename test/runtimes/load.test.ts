@@ -58,7 +58,8 @@ async function threadView(url: string, threadId: string): Promise<ThreadView> {
 
 describe('the gateway under more large requests than it can hold at once', () => {
   it('refuses what it cannot take in with 503 gateway_busy and Retry-After, finishes every run it took, and stays up with its memory bounded', async () => {
-    const gateway = await smallGateway({ FUNDUQ_MAX_INFLIGHT_MB: '4', FUNDUQ_MAX_INFLIGHT_REQUESTS: '64' });
+    // Refused at once (no wait for room): the refusals themselves are under test.
+    const gateway = await smallGateway({ FUNDUQ_MAX_INFLIGHT_MB: '4', FUNDUQ_MAX_INFLIGHT_REQUESTS: '64', FUNDUQ_ADMISSION_WAIT_MS: '0' });
     const outcomes = await Promise.all(
       Array.from({ length: 150 }, async (_, i) => {
         const response = await bigRun(gateway.url, i);
@@ -81,6 +82,42 @@ describe('the gateway under more large requests than it can hold at once', () =>
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
     expect(gateway.peakRssMb()).toBeLessThan(450);
   }, 120_000);
+});
+
+describe('a request that finds no room', () => {
+  it('waits for one with its body unread, first come first in: a burst of large requests is taken whole, its memory bounded', async () => {
+    // 4 MB holds 12 at once; 200 may wait (as many as may be in flight).
+    const gateway = await smallGateway({ FUNDUQ_MAX_INFLIGHT_MB: '4', FUNDUQ_MAX_INFLIGHT_REQUESTS: '200', FUNDUQ_ADMISSION_WAIT_MS: '60000' });
+    const outcomes = await Promise.all(
+      Array.from({ length: 150 }, async (_, i) => {
+        const response = await bigRun(gateway.url, i);
+        return { status: response.status, last: (await readSse(response)).events.at(-1)?.data.type };
+      }),
+    );
+    expect(outcomes.filter((o) => o.status === 200 && o.last === 'RUN_FINISHED')).toHaveLength(150);
+    expect(gateway.alive()).toBe(true);
+    expect(gateway.peakRssMb()).toBeLessThan(450);
+  }, 120_000);
+
+  it('is let in once the request ahead of it ends, or refused 503 gateway_busy once its wait is over', async () => {
+    const patient = await smallGateway({ FUNDUQ_MAX_INFLIGHT_REQUESTS: '1', FUNDUQ_ADMISSION_WAIT_MS: '60000' });
+    const first = await bigRun(patient.url, 1, 'wait-first', '/slow 4');
+    const second = bigRun(patient.url, 2, 'wait-second').then((response) => ({ response, at: performance.now() }));
+    // The first holds the only place until its stream ends; the second's answer comes after that.
+    const firstEnded = await readSse(first).then(() => performance.now());
+    const { response, at } = await second;
+    expect(response.status).toBe(200);
+    expect(at).toBeGreaterThanOrEqual(firstEnded);
+    expect((await readSse(response)).events.at(-1)?.data.type).toBe('RUN_FINISHED');
+
+    const hasty = await smallGateway({ FUNDUQ_MAX_INFLIGHT_REQUESTS: '1', FUNDUQ_ADMISSION_WAIT_MS: '200' });
+    const holding = await bigRun(hasty.url, 3, 'hasty-first', '/slow 20');
+    const refused = await bigRun(hasty.url, 4, 'hasty-second');
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('Retry-After')).toMatch(/^\d+$/);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('gateway_busy');
+    await holding.body?.cancel();
+  }, 60_000);
 });
 
 /** An AG-UI agent on loopback that streams 100 events of 380 KB once `release` is called. */
