@@ -42,6 +42,11 @@ async function smallGateway(env: Record<string, string>, agents: object[] = [], 
 
 const BIG = 'x'.repeat(340 * 1024 - 512);
 
+/** A peak RSS, printed when asked (FUNDUQ_TEST_FIGURES=1): a passing suite prints nothing. */
+function figure(load: string, peakRssMb: number): void {
+  if (process.env.FUNDUQ_TEST_FIGURES) console.log(`peak RSS, ${load}: ${Math.round(peakRssMb)} MB`);
+}
+
 function bigRun(url: string, i: number, threadId = `load-${i}`, content = BIG): Promise<Response> {
   const input = { threadId, runId: `load-run-${i}`, messages: [{ id: `m-${i}`, role: 'user', content }], tools: [], context: [], state: {}, forwardedProps: {} };
   return fetch(`${url}/agui/demo`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(input) });
@@ -80,6 +85,7 @@ describe('the gateway under more large requests than it can hold at once', () =>
     for (const o of taken) expect(o.last).toBe('RUN_FINISHED');
     expect(gateway.alive()).toBe(true);
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+    figure('150 × 340 KB refused at once past 4 MB in flight', gateway.peakRssMb());
     expect(gateway.peakRssMb()).toBeLessThan(450);
   }, 120_000);
 });
@@ -96,6 +102,7 @@ describe('a request that finds no room', () => {
     );
     expect(outcomes.filter((o) => o.status === 200 && o.last === 'RUN_FINISHED')).toHaveLength(150);
     expect(gateway.alive()).toBe(true);
+    figure('150 × 340 KB waiting for room', gateway.peakRssMb());
     expect(gateway.peakRssMb()).toBeLessThan(450);
   }, 120_000);
 
@@ -200,6 +207,7 @@ describe('a restart that finds many large runs queued', () => {
       }
     }, 60_000);
     expect(second.alive()).toBe(true);
+    figure('restart over 160 queued large runs', second.peakRssMb());
     expect(second.peakRssMb()).toBeLessThan(400);
   }, 180_000);
 });
@@ -223,6 +231,7 @@ describe('readers that do not read', () => {
     // Each stalled reader is ended once it has taken nothing for a heartbeat interval.
     await eventually(() => expect(gateway.output().match(/fell behind/g)?.length ?? 0).toBeGreaterThanOrEqual(12), 30_000);
     expect(gateway.alive()).toBe(true);
+    figure('12 unread readers of 100 × 380 KB', gateway.peakRssMb());
     expect(gateway.peakRssMb()).toBeLessThan(450);
 
     const missed = await drain(readers[0]);
