@@ -26,6 +26,9 @@ import { taskStateAt, taskStateOf } from '../../core/a2a/task-state.js';
 import type { UsageRecord } from '../../core/usage.js';
 import { JOURNAL_SIZE_LIMIT, SqliteCheckpointer } from './sqlite-checkpointer.js';
 
+/** SQLite's own default: a commit that finds the log this many pages long copies it into the file. */
+const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
+
 /** Marks the file as funduq's (`PRAGMA application_id`), so a stranger's database is not taken for a record. */
 const APPLICATION_ID = 0x66756471; // "fudq"
 
@@ -233,7 +236,8 @@ export class SqliteRunStore implements RunStore {
 
   /**
    * Opens (or creates) the record at `path`, or in memory for ':memory:'. `onCheckpointFailure`
-   * hears of a log the checkpoint thread could not copy (it tries again; the log grows meanwhile).
+   * hears of a log the checkpoint thread could not copy (it tries again; the log grows meanwhile),
+   * and of the thread gone (the store's own commits copy the log from then on).
    */
   constructor(path: string, onCheckpointFailure: (message: string) => void = () => {}) {
     const inFile = path !== ':memory:';
@@ -247,7 +251,11 @@ export class SqliteRunStore implements RunStore {
     if (inFile) {
       this.db.pragma('wal_autocheckpoint = 0');
       this.db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT}`);
-      this.checkpointer = SqliteCheckpointer.start(path, onCheckpointFailure);
+      this.checkpointer = new SqliteCheckpointer(path, onCheckpointFailure, (message) => {
+        // Its commits checkpoint again, as SQLite does by default, rather than let the log grow.
+        if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
+        onCheckpointFailure(`the checkpoint thread stopped (${message}); the gateway's own commits copy the log from now on`);
+      });
     }
     this.statements = prepare(this.db);
     const { insertEvents, rowAtOrBefore } = this.statements;

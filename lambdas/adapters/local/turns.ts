@@ -5,7 +5,7 @@ const SLICE_MS = 1;
 /** How long the chains that waited may run in one turn of the loop, all of them together. */
 const TURN_MS = 3;
 
-/** When the current slice of work began; cleared when the loop turns, and when a chain that waited goes on. */
+/** When the current slice of work began; cleared when the loop turns, set anew when a chain that waited goes on. */
 let sliceStart: number | undefined;
 /** When this turn's first waiting chain went on; cleared at the next turn. */
 let turnStart: number | undefined;

@@ -91,6 +91,17 @@ describe('SqliteRunStore: its file', () => {
     expect(seqs(await store.readEvents('run-1', 0))).toEqual(range(1, 40));
   });
 
+  it('copies its log in its own commits again, saying so, when the checkpoint thread is gone', async () => {
+    const said: string[] = [];
+    const store = new SqliteRunStore(file, (message) => said.push(message));
+    open.push(store);
+    const { checkpointer, db } = store as unknown as { checkpointer: { worker: { terminate(): Promise<number> } }; db: Database.Database };
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    await checkpointer.worker.terminate();
+    await eventually(() => expect(said).toEqual([expect.stringMatching(/the checkpoint thread stopped .*the gateway's own commits copy the log from now on/)]));
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+  });
+
   it('is held by one process at a time: a second opening is refused until the first closes', async () => {
     const first = openStore();
     expect(() => openStore()).toThrow(StoreLocked);
