@@ -38,12 +38,17 @@ export async function healthUnderLoad(bench: Bench, store: LocalStoreKind): Prom
       const outcomes = await Promise.all(Array.from({ length: posts }, () => postLarge(`${gateway.url}/agui/small`)));
       return { taken: outcomes.filter((status) => status === 200).length, refused: outcomes.filter((status) => status === 503).length };
     };
-    const unread = async () => {
+    /** A run of `agent` once its response's head came: its id, and its read to the end. */
+    const started = async (agent: string) => {
       const runId = randomUUID();
       let headers!: () => void;
       const accepted = new Promise<void>((resolve) => (headers = resolve));
-      const run = readRun(`${gateway.url}/agui/heavy`, { threadId: randomUUID(), runId }, headers);
+      const run = readRun(`${gateway.url}/agui/${agent}`, { threadId: randomUUID(), runId }, headers);
       await accepted;
+      return { runId, run };
+    };
+    const unread = async () => {
+      const { runId, run } = await started('heavy');
       const readers = await Promise.all(Array.from({ length: 12 }, () => stalledReader(`${gateway.url}/agui/heavy/runs/${runId}/events`)));
       const read = await run;
       await Promise.all(readers.map((reader) => reader.body?.cancel()));
@@ -58,11 +63,7 @@ export async function healthUnderLoad(bench: Bench, store: LocalStoreKind): Prom
     /** 500 readers of one run, each reading it to its end (an audience on one run). */
     const watchers = bench.quick ? 100 : 500;
     const watched = async () => {
-      const runId = randomUUID();
-      let headers!: () => void;
-      const accepted = new Promise<void>((resolve) => (headers = resolve));
-      const run = readRun(`${gateway.url}/agui/watched`, { threadId: randomUUID(), runId }, headers);
-      await accepted;
+      const { runId, run } = await started('watched');
       const frames = await Promise.all(
         Array.from({ length: watchers }, async () => {
           const response = await fetch(`${gateway.url}/agui/watched/runs/${runId}/events`, { headers: { accept: 'text/event-stream' } });
