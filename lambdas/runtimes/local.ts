@@ -276,7 +276,7 @@ function openSqlite(dir: string | undefined, log: (line: string) => void): Opene
   const file = dir === undefined ? undefined : recordFile(dir);
   let store: SqliteRunStore;
   try {
-    store = new SqliteRunStore(file ?? ':memory:', (message) => log(`the record's log could not be copied into ${file} (tried again shortly): ${message}`));
+    store = new SqliteRunStore(file ?? ':memory:', log);
   } catch (error) {
     if (error instanceof StoreLocked && dir !== undefined) throw inUseError(dir, error);
     throw error;

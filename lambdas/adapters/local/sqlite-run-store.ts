@@ -236,8 +236,9 @@ export class SqliteRunStore implements RunStore {
 
   /**
    * Opens (or creates) the record at `path`, or in memory for ':memory:'. `onCheckpointFailure`
-   * hears of a log the checkpoint thread could not copy (it tries again; the log grows meanwhile),
-   * and of the thread gone (the store's own commits copy the log from then on).
+   * hears, in a line for the operator, of a log the checkpoint thread could not copy (it tries
+   * again; the log grows meanwhile), and of the thread gone (the store's own commits copy the log
+   * from then on).
    */
   constructor(path: string, onCheckpointFailure: (message: string) => void = () => {}) {
     const inFile = path !== ':memory:';
@@ -251,10 +252,11 @@ export class SqliteRunStore implements RunStore {
     if (inFile) {
       this.db.pragma('wal_autocheckpoint = 0');
       this.db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT}`);
-      this.checkpointer = new SqliteCheckpointer(path, onCheckpointFailure, (message) => {
+      const failed = (message: string) => onCheckpointFailure(`the record's log could not be copied into ${path} (tried again shortly): ${message}`);
+      this.checkpointer = new SqliteCheckpointer(path, failed, (message) => {
         // Its commits checkpoint again, as SQLite does by default, rather than let the log grow.
         if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
-        onCheckpointFailure(`the checkpoint thread stopped (${message}); the gateway's own commits copy the log from now on`);
+        onCheckpointFailure(`the record's checkpoint thread stopped (${message}); the gateway's own commits copy the log into ${path} from now on`);
       });
     }
     this.statements = prepare(this.db);

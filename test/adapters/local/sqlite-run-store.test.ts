@@ -98,7 +98,7 @@ describe('SqliteRunStore: its file', () => {
     const { checkpointer, db } = store as unknown as { checkpointer: { worker: { terminate(): Promise<number> } }; db: Database.Database };
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
     await checkpointer.worker.terminate();
-    await eventually(() => expect(said).toEqual([expect.stringMatching(/the checkpoint thread stopped .*the gateway's own commits copy the log from now on/)]));
+    await eventually(() => expect(said).toEqual([expect.stringMatching(/^the record's checkpoint thread stopped .*the gateway's own commits copy the log into .*funduq\.sqlite from now on$/)]));
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
   });
 
