@@ -4,7 +4,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { parseThreadMessage } from '../adapters/aws/sqs-thread-queue.js';
 import { createWiring, sqsThreadQueue, type WiringOptions } from '../runtimes/aws.js';
-import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+import { eachMessage, logger, metrics } from '../runtimes/powertools.js';
 
 /**
  * The thread queue's dead-letter queue: a message lands there once its receives are used up, so
@@ -17,25 +17,14 @@ export function createDeadLetters(options: Omit<WiringOptions, 'providers' | 'ti
   const { gateway } = createWiring({ ...options, queue: options.queue ?? sqsThreadQueue(options.env, options.clients) });
   return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     if (context) logger.addContext(context);
-    const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
-    try {
-      for (const record of event.Records) {
-        try {
-          const { threadId, runId } = parseThreadMessage(record.body);
-          const result = await gateway.failUndelivered(runId);
-          logger.warn('a dead-lettered run', { threadId, runId, result });
-          const metric = metrics.singleMetric();
-          metric.addDimension('result', result);
-          metric.addMetric('DeadLetteredRuns', MetricUnit.Count, 1);
-        } catch (error) {
-          logger.error('a dead letter could not be handled; it comes again', { error: error as Error, messageId: record.messageId });
-          batchItemFailures.push({ itemIdentifier: record.messageId });
-        }
-      }
-    } finally {
-      publishMetrics();
-    }
-    return { batchItemFailures };
+    return eachMessage(event.Records, 'a dead letter could not be handled; it comes again', async (record) => {
+      const { threadId, runId } = parseThreadMessage(record.body);
+      const result = await gateway.failUndelivered(runId);
+      logger.warn('a dead-lettered run', { threadId, runId, result });
+      const metric = metrics.singleMetric();
+      metric.addDimension('result', result);
+      metric.addMetric('DeadLetteredRuns', MetricUnit.Count, 1);
+    });
   };
 }
 

@@ -9,7 +9,7 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { systemClock } from '../adapters/system-clock.js';
 import { createWiring, sqsThreadQueue, stepFunctionsAskTimer, type Clients, type WiringOptions } from '../runtimes/aws.js';
 import { awsLink, connectionsClient } from '../runtimes/aws-link.js';
-import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+import { eachMessage, logger, metrics, publishMetrics } from '../runtimes/powertools.js';
 import { createProviders } from '../runtimes/providers.js';
 
 /** Kept back from the Lambda deadline for settling a run: its closing events and its end. */
@@ -46,34 +46,27 @@ export function createDispatcher(options: Omit<WiringOptions, 'providers'>) {
       publishMetrics();
       return undefined;
     }
-    const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
-    try {
-      for (const record of event.Records) {
+    return eachMessage(
+      event.Records,
+      'dispatch failed; the message returns to the queue',
+      async (record) => {
+        const { threadId, runId } = parseThreadMessage(record.body);
+        logger.appendKeys({ threadId, runId });
         try {
-          const { threadId, runId } = parseThreadMessage(record.body);
-          logger.appendKeys({ threadId, runId });
           const result = await gateway.dispatchRun(runId, { ...dispatch, receipt: record.receiptHandle });
-          // A link run handed off holds its message: kept in flight (its thread waits) and reported
-          // back, so Lambda does not delete it; the run's settle does. Gone already: its run settled.
-          if (result === 'handed_off' && queue instanceof SqsThreadQueue && (await queue.hold(record.receiptHandle))) {
-            batchItemFailures.push({ itemIdentifier: record.messageId });
-          }
           logger.info('run dispatched', { result, receiveCount: record.attributes.ApproximateReceiveCount });
           const metric = metrics.singleMetric();
           metric.addDimension('result', result);
           metric.addMetric('Dispatches', MetricUnit.Count, 1);
-        } catch (error) {
-          logger.error('dispatch failed; the message returns to the queue', { error: error as Error, messageId: record.messageId });
-          metrics.addMetric('DispatchFailures', MetricUnit.Count, 1);
-          batchItemFailures.push({ itemIdentifier: record.messageId });
+          // A link run handed off holds its message: kept in flight (its thread waits) and reported
+          // back, so Lambda does not delete it; the run's settle does. Gone already: its run settled.
+          if (result === 'handed_off' && queue instanceof SqsThreadQueue && (await queue.hold(record.receiptHandle))) return 'kept';
         } finally {
           logger.removeKeys(['threadId', 'runId']);
         }
-      }
-    } finally {
-      publishMetrics();
-    }
-    return { batchItemFailures };
+      },
+      () => metrics.addMetric('DispatchFailures', MetricUnit.Count, 1),
+    );
   };
 }
 

@@ -4,7 +4,7 @@ import { linkTimerMessageSchema } from '../adapters/aws/sqs-link-timer.js';
 import { systemClock } from '../adapters/system-clock.js';
 import { createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
 import { awsLink, linkFunctionClients } from '../runtimes/aws-link.js';
-import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+import { eachMessage, logger, metrics } from '../runtimes/powertools.js';
 
 /**
  * The provider link's timers: each message of the link-timer queue is one job, delivered when its
@@ -33,25 +33,14 @@ export function createLinkTimer(options: Omit<WiringOptions, 'providers' | 'link
       ready = undefined;
       throw error;
     }));
-    const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
-    try {
-      for (const record of event.Records) {
-        try {
-          const message = linkTimerMessageSchema.parse(JSON.parse(record.body));
-          if (await timer.hop(message)) continue;
-          await gateway.link.fire(message.job);
-          const metric = metrics.singleMetric();
-          metric.addDimension('kind', message.job.kind);
-          metric.addMetric('LinkTimers', MetricUnit.Count, 1);
-        } catch (error) {
-          logger.error('a link timer failed; it comes again', { error: error as Error, messageId: record.messageId });
-          batchItemFailures.push({ itemIdentifier: record.messageId });
-        }
-      }
-    } finally {
-      publishMetrics();
-    }
-    return { batchItemFailures };
+    return eachMessage(event.Records, 'a link timer failed; it comes again', async (record) => {
+      const message = linkTimerMessageSchema.parse(JSON.parse(record.body));
+      if (await timer.hop(message)) return;
+      await gateway.link.fire(message.job);
+      const metric = metrics.singleMetric();
+      metric.addDimension('kind', message.job.kind);
+      metric.addMetric('LinkTimers', MetricUnit.Count, 1);
+    });
   };
 }
 
