@@ -24,6 +24,7 @@ import {
 import type { RunStore, TaskIndexQuery, TenantAdmission, TenantLimits, UsageQuery } from '../../core/ports.js';
 import { taskStateAt, taskStateOf } from '../../core/a2a/task-state.js';
 import type { UsageRecord } from '../../core/usage.js';
+import { decodePageCursor, encodePageCursor } from '../page-cursor.js';
 import { JOURNAL_SIZE_LIMIT, SqliteCheckpointer } from './sqlite-checkpointer.js';
 
 /** SQLite's own default: a commit that finds the log this many pages long copies it into the file. */
@@ -1024,17 +1025,12 @@ function spendOf(row: SpendRow): Spend {
 type Cursor<Key extends string> = { tenant: string } & Record<Key, string>;
 
 function encodeCursor(cursor: Cursor<string>): string {
-  return Buffer.from(JSON.stringify(cursor)).toString('base64url');
+  return encodePageCursor(cursor);
 }
 
 /** A cursor comes back from a caller: accept only the shape we issue, for the listing asking. */
 function decodeCursor<Key extends string>(cursor: string, tenant: string, keys: readonly Key[]): Cursor<Key> {
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    value = undefined;
-  }
+  const value = decodePageCursor(cursor);
   const fields = ['tenant', ...keys];
   const valid =
     typeof value === 'object' &&

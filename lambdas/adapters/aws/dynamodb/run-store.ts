@@ -36,6 +36,7 @@ import type { RunStore, TaskIndexQuery, TenantAdmission, TenantLimits, UsageQuer
 import { taskStateAt, taskStateOf } from '../../../core/a2a/task-state.js';
 import type { UsageRecord } from '../../../core/usage.js';
 import { RUNS_TABLE, type TableNames } from './tables.js';
+import { decodePageCursor, encodePageCursor } from '../../page-cursor.js';
 
 /** What the store has sent, for the cost model. */
 export interface StoreUsage {
@@ -1235,17 +1236,12 @@ function spendOf(item: Item): Spend {
 
 /** A usage listing's place: whose listing (a tenant, or '' for every tenant's), the month it is on, and DynamoDB's key within it. */
 function encodeUsageCursor(place: { tenant: string; month: string; after?: Item }): string {
-  return Buffer.from(JSON.stringify(place)).toString('base64url');
+  return encodePageCursor(place);
 }
 
 /** A cursor comes back from a caller: only the shape we issue, for the listing asking. */
 function decodeUsageCursor(cursor: string, tenant: string): { month: string; after?: Item } {
-  let place: unknown;
-  try {
-    place = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    place = undefined;
-  }
+  const place = decodePageCursor(cursor);
   const valid =
     typeof place === 'object' &&
     place !== null &&
@@ -1336,17 +1332,12 @@ function eventUnits(item: Item): number {
 }
 
 function encodeCursor(key: Item): string {
-  return Buffer.from(JSON.stringify(key)).toString('base64url');
+  return encodePageCursor(key);
 }
 
 /** A cursor comes back from a caller: accept only the shape we issue, for the index partition of the listing asking. */
 function decodeCursor(cursor: string, partitionKey: string, partition: string): Item {
-  let key: unknown;
-  try {
-    key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    key = undefined;
-  }
+  const key = decodePageCursor(cursor);
   const valid =
     typeof key === 'object' &&
     key !== null &&
