@@ -196,7 +196,7 @@ export class Ledger {
     }
     const closing = closingLog(run);
     await this.append(closing);
-    if (closing.length > 0) await this.deps.store.forgetClosingEvents(run.runId);
+    if (run.closingEvents) await this.deps.store.forgetClosingEvents(run.runId);
   }
 
   /**
@@ -232,6 +232,9 @@ export class Ledger {
       ? { ...failedEnd('provider_event_too_large', 'the run ended with asks larger than its record keeps beside its input'), cancelRequested: given.cancelRequested }
       : given;
     let closing = tooLarge ? end.closingEvents : givenClosing;
+    // The tokens the agent reported on its terminal event are counted whatever the record keeps of
+    // its end (an end too large for the record, or closing events moved into the log).
+    const reported = givenClosing;
     // Closing events that do not fit on the record either are stored in the log first, as events are.
     if (closing.length > 0 && !fitsBesideInput(run, { asks: end.asks, closingEvents: closing })) {
       await this.append(closing.map((event, i) => ({ runId: run.runId, seq: stored.events + 1 + i, event })));
@@ -245,7 +248,7 @@ export class Ledger {
       status: end.status,
       endedAt,
       lastSeq: log.events,
-      usage: runUsage(run, log, closing, endedAt, prices),
+      usage: runUsage(run, log, reported, endedAt, prices),
     };
     if (end.outcome !== undefined) patch.outcome = end.outcome;
     if (end.reason !== undefined) patch.reason = end.reason;
@@ -253,7 +256,9 @@ export class Ledger {
     if (end.asks !== undefined) patch.asks = end.asks;
     if (end.cancelRequested) patch.cancelRequested = true;
     if (end.droppedEvents) patch.droppedEvents = end.droppedEvents;
-    if (closing.length > 0) patch.closingEvents = closing;
+    // Held even when none is left to store: a record holding closing events is one whose settle is
+    // under way, and a repair (or a restart) completes it should its writer stop before it does.
+    patch.closingEvents = closing;
     const settled = await this.deps.store.transitionRun(run.runId, from, patch);
     if (!settled) return undefined;
     await this.giveBack(settled);

@@ -50,6 +50,10 @@ function usageAgent(h: Harness) {
       case 'silent':
         yield { type: 'RUN_FINISHED', threadId, runId };
         return;
+      case 'long end':
+        // A result too large to sit beside the run's input on its record: the end goes to the log.
+        yield { type: 'RUN_FINISHED', threadId, runId, result: 'r'.repeat(150_000), usage: TWO_MODELS };
+        return;
       case 'hostile':
         yield {
           type: 'RUN_FINISHED',
@@ -156,6 +160,44 @@ describe('a usage record', () => {
     expect(cancelled).toMatchObject({ outcome: 'cancelled', tokens: [{ model: 'gpt-x', inputTokens: 300, outputTokens: 20 }], cost: { amount: 0.35, currency: 'USD' } });
     expect(free).toMatchObject({ agentId: 'free', outcome: 'success' });
     expect(free).not.toHaveProperty('cost');
+  });
+
+  it('counts the tokens of an end too large to sit beside the run’s input, whose closing events go to the log', async () => {
+    const h = await priced();
+    const input = h.input('long end', { threadId: 't1' });
+    input.messages.unshift({ id: 'context', role: 'user', content: 'c'.repeat(300_000) });
+    expect(await h.gateway.startRun({ agentId: TEST_AGENT.id, input, door: 'agui', principal: ALICE })).toMatchObject({ ok: true });
+    await h.settled();
+    const run = await h.store.getRun('run-1');
+    expect(run).toMatchObject({ status: 'completed', lastSeq: 2 });
+    expect(run?.closingEvents).toBeUndefined();
+    expect((await h.events('run-1')).map((stored) => stored.event.type)).toEqual(['RUN_STARTED', 'RUN_FINISHED']);
+    const [record] = await records(h);
+    expect(record).toMatchObject({ outcome: 'success', tokens: TWO_MODELS });
+    expect(record.cost?.amount).toBeGreaterThan(1.9);
+  });
+
+  it('is completed by a restart when its writer stopped right after the end was written, also when the closing events went to the log', async () => {
+    const store = await dynamo.freshStore();
+    let dying = true;
+    const release = store.releasePlace.bind(store);
+    store.releasePlace = async (thread, holder) => {
+      // The process died here: nothing after this write happens.
+      if (dying) return new Promise<never>(() => {});
+      return release(thread, holder);
+    };
+    const h = await priced(store);
+    const input = h.input('long end', { threadId: 't1' });
+    input.messages.unshift({ id: 'context', role: 'user', content: 'c'.repeat(300_000) });
+    await h.gateway.startRun({ agentId: TEST_AGENT.id, input, door: 'agui', principal: ALICE });
+    await eventually(async () => expect((await h.store.getRun('run-1'))?.status).toBe('completed'));
+    expect(await records(h)).toEqual([]);
+
+    dying = false;
+    await h.gateway.recover();
+    expect((await h.store.getThread({ tenant: ALICE.tenant, threadId: 't1' }))?.unsettled).toBe(0);
+    expect(await records(h)).toMatchObject([{ runId: 'run-1', tokens: TWO_MODELS }]);
+    expect((await h.store.getRun('run-1'))?.closingEvents).toBeUndefined();
   });
 
   it('is written once: a repeated settle, a redelivered dispatch and a restart write nothing new and charge nothing twice', async () => {
