@@ -33,6 +33,8 @@ export class PushSigning extends Construct {
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.seed.secretArn] }));
       fn.addEnvironment(ENV.pushSigningSecretArn, this.seed.secretArn);
     }
+    // A signer names the gateway as its JWTs' issuer: the URL the doors publish the keys under.
+    for (const fn of props.signers) fn.addEnvironment(ENV.publicUrl, props.doors.url);
     props.doors.api.root
       .resourceForPath(JWKS_PATH)
       .addMethod('GET', new apigw.LambdaIntegration(props.doors.buffered.function, { scopePermissionToMethod: false }));

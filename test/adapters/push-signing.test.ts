@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_ROTATION_MS, PushKeys } from '../../lambdas/adapters/http/push-signing.js';
-import { PUSH_SEED_FILE } from '../../lambdas/runtimes/push-keys.js';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { mockClient } from 'aws-sdk-client-mock';
+import { PUSH_SEED_FILE, SEED_READ_TTL_MS, secretPushKeys } from '../../lambdas/runtimes/push-keys.js';
 import { FakeClock } from '../support/core-harness.js';
 import { startTestGateway } from '../support/gateway.js';
 
@@ -25,6 +27,24 @@ describe('the push signing keys', () => {
     });
     expect(payload).toMatchObject({ task_id: 't-1', aud: 'https://receiver.example/hook' });
     expect(new PushKeys({ seed: `${SEED}-other`, clock }).published()[0].kid).not.toBe(signer.published()[0].kid);
+  });
+
+  it('follow a new value put in the AWS secret within the read TTL, and keep the keys they have through a failed re-read', async () => {
+    const clock = new FakeClock(Date.parse('2026-12-01T12:00:00Z'));
+    const secrets = mockClient(SecretsManagerClient);
+    secrets.on(GetSecretValueCommand).resolvesOnce({ SecretString: SEED }).resolvesOnce({ SecretString: `${SEED}-replaced` }).rejects(new Error('throttled'));
+    const keys = secretPushKeys({ client: new SecretsManagerClient({ region: 'eu-west-1' }), secretArn: 'arn:seed', clock });
+    const first = (await keys()).published()[0].kid;
+    clock.advance(SEED_READ_TTL_MS - 1);
+    expect((await keys()).published()[0].kid).toBe(first);
+    expect(secrets.calls()).toHaveLength(1);
+    clock.advance(1);
+    const replaced = (await keys()).published()[0].kid;
+    expect(replaced).not.toBe(first);
+    clock.advance(SEED_READ_TTL_MS);
+    expect((await keys()).published()[0].kid).toBe(replaced);
+    expect(secrets.calls()).toHaveLength(3);
+    secrets.restore();
   });
 
   it('rotate by themselves, one key per period, a new one each period', () => {

@@ -243,10 +243,10 @@ describe('the doors API', () => {
     }
   });
 
-  it('tells both door functions the stage’s URL, for the agent cards, without depending on the stage', () => {
+  it('tells both door functions the stage’s URL, for the agent cards, and the push signer, for its JWTs’ issuer, without depending on the stage', () => {
     const all = resources(template, 'AWS::Lambda::Function');
     const restApi = only(template, 'AWS::ApiGateway::RestApi')[0];
-    for (const name of ['doors', 'doors-stream']) {
+    for (const name of ['doors', 'doors-stream', 'stream-handler']) {
       const url = all[functionId(template, name)].Properties.Environment.Variables[ENV.publicUrl];
       expect(url).toEqual({
         'Fn::Join': ['', ['https://', { Ref: restApi }, '.execute-api.eu-west-1.', { Ref: 'AWS::URLSuffix' }, '/v1/']],
