@@ -5,15 +5,8 @@ import { RunFailure } from '../core/errors.js';
 import type { Agent } from '../core/model.js';
 import type { Provider, ProviderContext } from '../core/ports.js';
 import { providerKind } from './definition.js';
+import { FUNCTION_NAME, QUALIFIER } from './function-name.js';
 import { sseEvents } from './sse-events.js';
-
-/**
- * A function name, a partial or full ARN (Lambda's `FunctionName`: name, `123456789012:function:name`,
- * or `arn:aws:lambda:region:account:function:name`), without a qualifier: that is its own field.
- */
-const FUNCTION_NAME = /^(arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:|\d{12}:function:)?[a-zA-Z0-9_-]{1,140}$/;
-/** A version number or an alias name. */
-const QUALIFIER = /^(\$LATEST|\d{1,10}|[a-zA-Z0-9_-]{1,128})$/;
 
 /**
  * The content type of a response stream whose handler wrapped it with `awslambda.HttpResponseStream.from`:

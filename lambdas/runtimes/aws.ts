@@ -26,7 +26,7 @@ import { ENV } from './environment.js';
 import { logger } from './powertools.js';
 import { PUSH_SENDER_SETTINGS } from './push-delivery.js';
 import { secretPushKeys } from './push-keys.js';
-import { defaultBudget, DEPLOY_SETTINGS, GATEWAY_SETTINGS, readSettings } from './settings.js';
+import { defaultBudget, DEPLOY_SETTINGS, GATEWAY_SETTINGS, linkSettings, readSettings } from './settings.js';
 import { usageMetrics } from './usage-metrics.js';
 
 export type Environment = Record<string, string | undefined>;
@@ -97,7 +97,13 @@ export function createWiring(options: WiringOptions): { gateway: Gateway; pushKe
       clock,
       ids,
       ...(options.link ? { link: options.link } : {}),
-      settings: { ...settings, tenantBudget: defaultBudget(settings) },
+      settings: {
+        threadQueueLimit: settings.threadQueueLimit,
+        tenantRunsPerMinute: settings.tenantRunsPerMinute,
+        tenantConcurrentRuns: settings.tenantConcurrentRuns,
+        tenantBudget: defaultBudget(settings),
+        link: linkSettings(settings),
+      },
       meter: options.meter ?? usageMetrics(),
     },
     { a2a: { push: new HttpPushSender(pushSettings(env, options.push), pushKeys) } },

@@ -30,7 +30,7 @@ import { localLink } from './local-link.js';
 import { LINK_PATH } from '../link/wire.js';
 import type { Server } from 'node:http';
 import type { LinkSettings } from '../core/settings.js';
-import { LOCAL_SETTINGS } from './settings.js';
+import { linkSettings, LOCAL_SETTINGS } from './settings.js';
 
 export type LocalStoreKind = 'sqlite' | 'dynamodb';
 
@@ -151,11 +151,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
         ...(settings.tenantRunsPerMinute !== undefined ? { tenantRunsPerMinute: settings.tenantRunsPerMinute } : {}),
         ...(settings.tenantConcurrentRuns !== undefined ? { tenantConcurrentRuns: settings.tenantConcurrentRuns } : {}),
         ...(settings.tenantBudget !== undefined ? { tenantBudget: settings.tenantBudget } : {}),
-        link: {
-          ...(settings.linkGraceSeconds !== undefined ? { graceMs: settings.linkGraceSeconds * 1000 } : {}),
-          ...(settings.linkUnclaimedSeconds !== undefined ? { unclaimedMs: settings.linkUnclaimedSeconds * 1000 } : {}),
-          ...settings.link,
-        },
+        link: { ...linkSettings(settings), ...settings.link },
       },
     },
     { a2a: { push: sender } },

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import type { Budget } from '../core/model.js';
+import type { LinkSettings } from '../core/settings.js';
+import { FUNCTION_NAME } from '../providers/function-name.js';
 
 /**
  * Every setting of funduq, in one schema: its name in the environment (`npm start` and the
@@ -85,7 +87,23 @@ export const GATEWAY_SETTINGS = {
     default: 'USD',
   }),
   tenantBudgetPeriod: setting({ env: 'FUNDUQ_TENANT_BUDGET_PERIOD', context: 'tenantBudgetPeriod', read: oneOf('day', 'month'), default: 'month' as const }),
+  /**
+   * A provider whose link closed keeps the runs it holds this long, for a reconnect that resumes
+   * them; then they fail `provider_left_holding_it`. API Gateway closes every WebSocket at 2 hours,
+   * so a provider reconnects at least that often. Unset: 60.
+   */
+  linkGraceSeconds: setting({ env: 'FUNDUQ_LINK_GRACE_SECONDS', context: 'linkGraceSeconds', read: whole(1, 86_400) }),
+  /** A run of a `link` agent that no provider took this long fails `no_provider_took_it`. Unset: 45. */
+  linkUnclaimedSeconds: setting({ env: 'FUNDUQ_LINK_UNCLAIMED_SECONDS', context: 'linkUnclaimedSeconds', read: whole(1, 86_400) }),
 };
+
+/** The provider link's clocks the gateway settings set, in the core's words; each left unset keeps the core's default. */
+export function linkSettings(settings: Partial<Pick<GatewaySettings, 'linkGraceSeconds' | 'linkUnclaimedSeconds'>>): Partial<LinkSettings> {
+  return {
+    ...(settings.linkGraceSeconds !== undefined ? { graceMs: settings.linkGraceSeconds * 1000 } : {}),
+    ...(settings.linkUnclaimedSeconds !== undefined ? { unclaimedMs: settings.linkUnclaimedSeconds * 1000 } : {}),
+  };
+}
 
 /** The default budget the gateway settings describe, in the core's words; undefined when they set none. */
 export function defaultBudget(settings: GatewaySettings): Budget | undefined {
@@ -128,10 +146,6 @@ export const LOCAL_SETTINGS = {
    * For trying push on one machine; `npm start` warns while it is on.
    */
   pushAllowLoopback: setting({ env: 'FUNDUQ_PUSH_ALLOW_LOOPBACK', read: flag, default: false }),
-  /** A provider whose link closed keeps the runs it holds this long, for a reconnect that resumes them; then they fail `provider_left_holding_it`. */
-  linkGraceSeconds: setting({ env: 'FUNDUQ_LINK_GRACE_SECONDS', read: whole(1), default: 60 }),
-  /** A run of a `link` agent that no provider took this long fails `no_provider_took_it`. */
-  linkUnclaimedSeconds: setting({ env: 'FUNDUQ_LINK_UNCLAIMED_SECONDS', read: whole(1), default: 45 }),
   /**
    * Push notifications may go to `http:` targets, which are otherwise refused: a notification
    * carries the config's credentials and a signed token, readable on the way in plain http.
@@ -182,7 +196,13 @@ export const DEPLOY_SETTINGS = {
    * The Lambda functions agents of the `lambda` kind may name (names or ARNs, comma-separated): the
    * dispatcher may invoke these and no others.
    */
-  agentFunctions: setting({ context: 'agentFunctions', read: list }),
+  agentFunctions: setting({
+    context: 'agentFunctions',
+    read: list.refine(
+      (names) => names.every((name) => FUNCTION_NAME.test(name)),
+      'must name Lambda functions (names or ARNs, without a qualifier or a wildcard), separated by commas',
+    ),
+  }),
   /**
    * For tests only: push targets on loopback, over plain http (a receiver in the test's process).
    * Never on a real stage: it lifts the push sender's guard against requests to the function's own network.

@@ -6,7 +6,7 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { FunduqStack, settingsFromContext } from '../../lib/funduq-stack.js';
-import { GATEWAY_SETTINGS, readSettings, SettingsError } from '../../lambdas/runtimes/settings.js';
+import { DEPLOY_SETTINGS, GATEWAY_SETTINGS, linkSettings, readSettings, SettingsError } from '../../lambdas/runtimes/settings.js';
 import { harness } from '../support/core-harness.js';
 import { useDynalite } from '../support/dynalite.js';
 
@@ -36,6 +36,18 @@ describe('one settings schema', () => {
     expect(fromEnv({ FUNDUQ_THREAD_QUEUE_LIMIT: '0' }).threadQueueLimit).toBe(0);
     expect(fromEnv({})).toEqual({ threadQueueLimit: 8, tenantBudgetCurrency: 'USD', tenantBudgetPeriod: 'month' });
     expect(fromEnv({ FUNDUQ_TENANT_RUNS_PER_MINUTE: '60' })).toEqual(fromContext({ tenantRunsPerMinute: '60' }));
+  });
+
+  it('lets the dispatcher invoke only the Lambda functions agentFunctions names: a wildcard or a qualifier is refused', () => {
+    const deploy = (agentFunctions: string) => () => readSettings(DEPLOY_SETTINGS, 'context', (key) => ({ agentFunctions })[key]);
+    expect(deploy('travel-agent, 123456789012:function:b, arn:aws:lambda:eu-west-1:210987654321:function:c')().agentFunctions).toEqual([
+      'travel-agent',
+      '123456789012:function:b',
+      'arn:aws:lambda:eu-west-1:210987654321:function:c',
+    ]);
+    for (const wide of ['*', 'travel-*', 'arn:aws:lambda:*:*:function:*', 'arn:aws:lambda:eu-west-1:210987654321:function:*', 'agent:live']) {
+      expect(deploy(wide)).toThrow(`funduq: agentFunctions (-c agentFunctions) must name Lambda functions (names or ARNs, without a qualifier or a wildcard), separated by commas, got "${wide}"`);
+    }
   });
 
   it('refuses a bad value in one line naming the setting, the same wherever it is given', () => {
@@ -90,6 +102,20 @@ describe('one settings schema', () => {
     expect(limits).toEqual(functions.map(() => '0'));
     expect(limits).toHaveLength(10);
     expect(fromEnv({ FUNDUQ_THREAD_QUEUE_LIMIT: limits[0] }).threadQueueLimit).toBe(0);
+  });
+
+  it('hands the provider link’s clocks given as context to every function, where they set the core’s', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new FunduqStack(app, 'Funduq', {
+      env: { account: '123456789012', region: 'eu-west-1' },
+      settings: settingsFromContext((key) => ({ linkGraceSeconds: '600', linkUnclaimedSeconds: '90' })[key]),
+    });
+    const functions = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
+    const told = functions.map((fn) => fn.Properties.Environment.Variables);
+    for (const env of told) expect(linkSettings(fromEnv(env))).toEqual({ graceMs: 600_000, unclaimedMs: 90_000 });
+    expect(told).toHaveLength(10);
+    // Unset, the core's defaults hold (60 s and 45 s).
+    expect(linkSettings(fromEnv({}))).toEqual({});
   });
 });
 
