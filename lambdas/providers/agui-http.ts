@@ -18,6 +18,12 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
  * character past U+00FF (such as "…"), and CR, LF or NUL would break the message.
  */
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/**
+ * Headers of the connection and of the message's framing, which HTTP client sets itself (fetch
+ * refuses a request that carries them: undici's UND_ERR_INVALID_ARG): an agent's definition
+ * cannot name them.
+ */
+const CONNECTION_HEADERS = new Set(['connection', 'keep-alive', 'upgrade', 'transfer-encoding', 'expect', 'content-length', 'te', 'trailer', 'proxy-connection']);
 
 /** The `agui-http` kind: a stock AG-UI agent at a URL, with the headers (its credentials) funduq sends it. */
 export const aguiHttpKind = providerKind({
@@ -26,8 +32,11 @@ export const aguiHttpKind = providerKind({
     url: z.string().url().refine(isHttpUrl, 'must be an http or https URL'),
     headers: z
       .record(
-        z.string().regex(HEADER_NAME, 'is not an HTTP header name'),
-        z.string().regex(HEADER_VALUE, 'a header value may hold visible ASCII, spaces and tabs only (no "…", CR, LF or NUL)'),
+        z
+          .string()
+          .regex(HEADER_NAME, 'is not an HTTP header name')
+          .refine((name) => !CONNECTION_HEADERS.has(name.toLowerCase()), 'is a header of the connection, which the HTTP client sets itself'),
+        z.string().regex(HEADER_VALUE, 'a header value may hold visible characters up to U+00FF, spaces and tabs only (no "…", CR, LF or NUL)'),
       )
       .optional(),
   },
@@ -170,7 +179,10 @@ class RequestWatch {
 function requestHeaders(agent: Agent): Headers {
   let headers: Headers;
   try {
-    headers = new Headers(agent.provider.headers as Record<string, string> | undefined);
+    const given = (agent.provider.headers ?? {}) as Record<string, string>;
+    // A definition stored before the rule (the rule is checked where a definition is written).
+    if (Object.keys(given).some((name) => CONNECTION_HEADERS.has(name.toLowerCase()))) throw new TypeError('a header of the connection');
+    headers = new Headers(given);
   } catch {
     // Not quoted: the platform's message would name the offending value, a secret.
     throw new RunFailure('provider_not_configured', `agent ${agent.id} has a header that HTTP does not allow`);

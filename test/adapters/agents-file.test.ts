@@ -130,7 +130,7 @@ describe('the agents file', () => {
     try {
       const warnings = lines.filter((line) => line.includes('"legacy"'));
       expect(warnings).toHaveLength(1);
-      expect(warnings[0]).toMatch(/^warning: .*headers\.Authorization: a header value may hold visible ASCII/);
+      expect(warnings[0]).toMatch(/^warning: .*headers\.Authorization: a header value may hold visible characters up to U\+00FF/);
       expect(warnings[0]).toContain('PUT /admin/agents/legacy');
       expect(lines.join('\n')).not.toContain(SECRET);
       expect(lines.some((line) => line.includes('"demo"'))).toBe(false);

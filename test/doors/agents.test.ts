@@ -378,6 +378,11 @@ describe('the admin routes', () => {
     ['prices.perThousandTokens.*.input', { prices: { currency: 'USD', perThousandTokens: { '*': { input: 1e200 } } } }],
     ['headers.bad header', { headers: { 'bad header': 'x' } }],
     ['headers.X-Injected', { headers: { 'X-Injected': 'a\r\nSet-Cookie: b' } }],
+    // What a README might show as a placeholder: "…" has no byte in an HTTP header.
+    ['headers.Authorization', { headers: { Authorization: 'Bearer sk-…' } }],
+    // Headers of the connection, which fetch refuses to send (every run would fail provider_unreachable).
+    ['headers.Upgrade', { headers: { Upgrade: 'websocket' } }],
+    ['headers.transfer-encoding', { headers: { 'transfer-encoding': 'chunked' } }],
     ['skills.0.name', { skills: [{ id: 'x', description: 'd', tags: [] }] }],
     ['status', { status: 'paused' }],
     ['timeoutSecond', { timeoutSecond: 30 }],
