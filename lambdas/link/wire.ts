@@ -23,6 +23,8 @@ export const LINK_REFUSAL_HEADER = 'funduq-link-refusal';
 export const PART_BYTES = 96 * 1024;
 /** A WebSocket frame's most on API Gateway. */
 export const WS_FRAME_BYTES = 32 * 1024;
+/** A WebSocket message's most on API Gateway: the link on one machine holds providers to it too. */
+export const WS_MESSAGE_BYTES = 128 * 1024;
 
 const id = z.string().min(1).max(512);
 const v = z.literal(1);

@@ -1,8 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { WebSocketServer } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, generateKeyPair, LinkRefused } from 'funduq/provider';
+import { LINK_PROOF_HEADER } from '../../lambdas/link/wire.js';
 import type { LocalGateway } from '../../lambdas/runtimes/local.js';
 import { startTestGateway } from '../support/gateway.js';
 import { echoAgent, handshake, proofHeader, registerProvider } from '../support/link.js';
@@ -46,6 +47,14 @@ describe('opening a provider link', () => {
     expect(await handshake(gateway.link.url, proofHeader('known', keys.privateKey, elsewhere))).toMatchObject({ status: 401, code: 'link_wrong_gateway' });
     expect(await handshake(gateway.link.url, undefined)).toMatchObject({ status: 401, code: 'link_proof_malformed' });
     expect(await handshake(gateway.link.url, 'not-a-proof')).toMatchObject({ status: 401, code: 'link_proof_malformed' });
+  });
+
+  it('closes a link that sends a message larger than API Gateway takes (128 KB), as AWS would: 1009', async () => {
+    const socket = new WebSocket(gateway.link.url, { headers: { [LINK_PROOF_HEADER]: proofHeader('known', keys.privateKey, gateway.link.publicKey) } });
+    await new Promise((resolve, reject) => socket.once('message', resolve).once('error', reject));
+    const closed = new Promise<number>((resolve) => socket.once('close', resolve));
+    socket.send(JSON.stringify({ v: 1, type: 'heartbeat', padding: 'x'.repeat(128 * 1024) }));
+    expect(await closed).toBe(1009);
   });
 
   it('serves no gateway that cannot prove it holds the key the provider pinned', async () => {

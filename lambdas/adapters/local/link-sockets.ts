@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
+import { WS_MESSAGE_BYTES } from '../../link/wire.js';
 
 /** What the link's door does with a link's life: its upgrade, its messages, its end. */
 export interface LinkSocketHandlers {
@@ -33,7 +34,8 @@ interface Link {
  * WebSocket exists), as API Gateway's `$connect` refuses one.
  */
 export class LocalLinkSockets {
-  private readonly server = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  // A provider that speaks to funduq on one machine is held to what API Gateway takes, so it works on AWS as it did here.
+  private readonly server = new WebSocketServer({ noServer: true, maxPayload: WS_MESSAGE_BYTES });
   private readonly links = new Map<string, Link>();
   private handlers: LinkSocketHandlers | undefined;
   private http: Server | undefined;
