@@ -37,41 +37,50 @@ async function startLockedAgent(): Promise<{ server: ServerType; url: string }> 
 /** What a 0.3 stream update says, the same on both bindings' wires. */
 interface LegacyUpdate {
   kind: string;
+  taskId?: string;
   final?: boolean;
   state?: string;
   parts?: { text?: string }[];
 }
 
-/**
- * A 0.3 SendStreamingMessage on the wire: JSON-RPC's `message/stream` (JSON-schema shapes in
- * envelopes) or HTTP+JSON's `POST /v1/message:stream` (0.3 protobuf JSON), each update read as one.
- */
-async function legacyStream(binding: string, agentId: string, text: string): Promise<LegacyUpdate[]> {
+/** A 0.3 streaming call on the wire: a JSON-RPC method (JSON-schema shapes in envelopes), or an HTTP+JSON route under `/v1` (0.3 protobuf JSON). */
+async function legacyCall(binding: string, agentId: string, rpc: { method: string; params: unknown }, rest: { path: string; body?: unknown }): Promise<LegacyUpdate[]> {
+  const [url, body] =
+    binding === 'JSON-RPC' ? [`${gateway.url}/a2a/${agentId}/`, { jsonrpc: '2.0', id: 1, ...rpc }] : [`${gateway.url}/a2a/${agentId}/rest/v1/${rest.path}`, rest.body];
+  const init: RequestInit = { method: 'POST', ...(body !== undefined ? { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) } : {}) };
+  return legacyUpdates(binding, await fetch(url, init));
+}
+
+/** A 0.3 SendStreamingMessage: JSON-RPC's `message/stream` or HTTP+JSON's `POST /v1/message:stream`. */
+function legacyStream(binding: string, agentId: string, text: string): Promise<LegacyUpdate[]> {
   const messageId = `m-${Date.now()}-${Math.random()}`;
-  const response =
-    binding === 'JSON-RPC'
-      ? await fetch(`${gateway.url}/a2a/${agentId}/`, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json' },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/stream', params: { message: { kind: 'message', messageId, role: 'user', parts: [{ kind: 'text', text }] } } }),
-        })
-      : await fetch(`${gateway.url}/a2a/${agentId}/rest/v1/message:stream`, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json' },
-          body: JSON.stringify({ message: { messageId, role: 'ROLE_USER', content: [{ text }] } }),
-        });
+  return legacyCall(
+    binding,
+    agentId,
+    { method: 'message/stream', params: { message: { kind: 'message', messageId, role: 'user', parts: [{ kind: 'text', text }] } } },
+    { path: 'message:stream', body: { message: { messageId, role: 'ROLE_USER', content: [{ text }] } } },
+  );
+}
+
+/** A 0.3 resubscription: JSON-RPC's `tasks/resubscribe`, or HTTP+JSON's `POST /v1/tasks/{id}:subscribe`. */
+function legacySubscription(binding: string, agentId: string, taskId: string): Promise<LegacyUpdate[]> {
+  return legacyCall(binding, agentId, { method: 'tasks/resubscribe', params: { id: taskId } }, { path: `tasks/${taskId}:subscribe` });
+}
+
+/** A 0.3 stream's updates, each read as one, the same on both bindings' wires. */
+async function legacyUpdates(binding: string, response: Response): Promise<LegacyUpdate[]> {
   expect(response.headers.get('content-type')).toContain('text/event-stream');
   const STATES: Record<string, string> = { TASK_STATE_INPUT_REQUIRED: 'input-required', TASK_STATE_AUTH_REQUIRED: 'auth-required', TASK_STATE_COMPLETED: 'completed', TASK_STATE_WORKING: 'working' };
   return (await readSse(response)).events.map(({ data }) => {
     if (binding === 'JSON-RPC') {
-      const result = data.result as { kind: string; final?: boolean; status?: { state: string }; artifact?: { parts: { text?: string }[] }; artifacts?: { parts: { text?: string }[] }[] };
-      return { kind: result.kind, final: result.final, state: result.status?.state, parts: result.artifact?.parts ?? result.artifacts?.flatMap((artifact) => artifact.parts) };
+      const result = data.result as { kind: string; id?: string; taskId?: string; final?: boolean; status?: { state: string }; artifact?: { parts: { text?: string }[] }; artifacts?: { parts: { text?: string }[] }[] };
+      return { kind: result.kind, taskId: result.taskId ?? result.id, final: result.final, state: result.status?.state, parts: result.artifact?.parts ?? result.artifacts?.flatMap((artifact) => artifact.parts) };
     }
     const { statusUpdate, artifactUpdate } = data as { statusUpdate?: { final?: boolean; status: { state: string } }; artifactUpdate?: { artifact: { parts: { text?: string }[] } } };
     if (statusUpdate) return { kind: 'status-update', final: statusUpdate.final, state: STATES[statusUpdate.status.state] ?? statusUpdate.status.state };
     if (artifactUpdate) return { kind: 'artifact-update', parts: artifactUpdate.artifact.parts };
-    const { task } = data as { task?: { artifacts?: { parts: { text?: string }[] }[] } };
-    return { kind: 'task', parts: task?.artifacts?.flatMap((artifact) => artifact.parts) };
+    const { task } = data as { task?: { id: string; artifacts?: { parts: { text?: string }[] }[] } };
+    return { kind: 'task', taskId: task?.id, parts: task?.artifacts?.flatMap((artifact) => artifact.parts) };
   });
 }
 
@@ -175,6 +184,13 @@ describe.each(['JSON-RPC', 'HTTP+JSON'])('an A2A 0.3 stream over %s', (binding) 
     const updates = await legacyStream(binding, agentId, text);
     expect(updates.at(-1)).toMatchObject({ kind: 'status-update', final: true, state });
     expect(updates.slice(0, -1).filter((update) => update.final === true)).toEqual([]);
+  });
+
+  it('that subscribes to a task waiting for its caller says the task, then final: true', async () => {
+    const [opening] = await legacyStream(binding, 'demo', '/ask');
+    const subscribed = await legacySubscription(binding, 'demo', opening.taskId!);
+    expect(subscribed.map((update) => update.kind)).toEqual(['task', 'status-update']);
+    expect(subscribed.at(-1)).toMatchObject({ final: true, state: 'input-required' });
   });
 
   it('says final: true on its last event when the task completes, and sends no artifact update without parts', async () => {

@@ -2,6 +2,8 @@
 interface LegacyUpdate {
   kind?: string;
   final?: boolean;
+  id?: string;
+  contextId?: string;
   status?: { state?: string };
   artifact?: { parts?: unknown[] };
 }
@@ -25,22 +27,39 @@ export function legacyUpdate<T>(update: T): T | undefined {
 }
 
 /**
+ * A stream that ends on the task as it stands (a subscription to a task that waits for its caller
+ * says the task and ends) ends, for a 0.3 reader, on a status update saying `final: true`.
+ */
+function finalStatusOf(last: unknown): Record<string, unknown> | undefined {
+  const said = last as LegacyUpdate | undefined;
+  if (said?.kind !== 'task' || !INTERRUPTED.has(said.status?.state ?? '')) return undefined;
+  return { kind: 'status-update', taskId: said.id, contextId: said.contextId, status: said.status, final: true };
+}
+
+/**
  * A 0.3 stream with each update as funduq sends it (`legacyUpdate`): JSON-RPC envelopes (their
  * `result`; an error envelope passes as it is), or REST's bare updates.
  */
 export async function* legacyStream(updates: AsyncIterable<unknown>, enveloped: boolean): AsyncGenerator<unknown> {
+  let last: unknown;
+  let envelope: { result?: unknown } | undefined;
   for await (const item of updates) {
     if (!enveloped) {
       const sent = legacyUpdate(item);
-      if (sent !== undefined) yield sent;
+      if (sent !== undefined) yield (last = sent);
       continue;
     }
-    const envelope = item as { result?: unknown };
+    envelope = item as { result?: unknown };
     if (envelope.result === undefined) {
+      last = undefined;
       yield item;
       continue;
     }
     const result = legacyUpdate(envelope.result);
-    if (result !== undefined) yield result === envelope.result ? item : { ...envelope, result };
+    if (result === undefined) continue;
+    last = result;
+    yield result === envelope.result ? item : { ...envelope, result };
   }
+  const closing = finalStatusOf(last);
+  if (closing) yield enveloped ? { ...envelope, result: closing } : closing;
 }
