@@ -92,7 +92,7 @@ export async function classify(core: Core, principal: Principal, input: RunAgent
     return ok({ kind: 'answer', waiting, closing: {}, closed: true });
   }
   if (resumes && open.length === 0) {
-    if (named.some((ask) => ask.state === 'expired')) return refuse('interrupt_expired', 'the interrupt this input answers has expired');
+    if (named.some((ask) => ask.state === 'expired')) return refuseExpired(named);
     return refuse('no_open_ask', 'the thread has no open ask for this resume to answer');
   }
   if (waiting && open.length > 0) {
@@ -133,7 +133,16 @@ async function refuseLapsed(core: Core, waiting: Run, open: readonly Ask[], answ
   const lapsed = open.filter((ask) => ask.expiresAt !== undefined && Date.parse(ask.expiresAt) <= now);
   if (lapsed.length === 0 || !answering) return undefined;
   await expireOpenAsks(core, waiting);
-  return refuse('interrupt_expired', `the interrupt expired at ${lapsed[0].expiresAt}`);
+  return refuseExpired(lapsed);
+}
+
+/**
+ * The one refusal of an answer that came too late, wherever it is found so (an ask expired
+ * already, or lapsed and expired now): it says when, and that nothing waits for the answer.
+ */
+export function refuseExpired(asks: readonly Ask[], task?: string) {
+  const when = asks.map((ask) => ask.expiresAt).find((at) => at !== undefined);
+  return refuse('interrupt_expired', `${task ? `task "${task}" waits no more: ` : ''}the interrupt this input answers expired${when ? ` at ${when}` : ''}`);
 }
 
 /**
@@ -329,9 +338,8 @@ async function openThread(core: Core, request: StartRunRequest): Promise<Result<
 /** An answer that lost: the asks were answered by another, or expired, meanwhile. */
 async function refuseAnswer(core: Core, waiting: Run): Promise<Result<StartedRun>> {
   const now = await core.store.getRun(waiting.runId);
-  if (Object.values(now?.asks ?? {}).some((ask) => ask.state === 'expired')) {
-    return refuse('interrupt_expired', 'the interrupt this input answers has expired');
-  }
+  const expired = Object.values(now?.asks ?? {}).filter((ask) => ask.state === 'expired');
+  if (expired.length > 0) return refuseExpired(expired);
   return refuse('no_open_ask', 'the asks this input answers were already answered or closed');
 }
 

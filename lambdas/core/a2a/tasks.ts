@@ -8,7 +8,7 @@ import { openAsks } from '../outcome.js';
 import type { PushSender } from '../ports.js';
 import { callerInput } from '../run-input.js';
 import { storableProblem } from '../storable.js';
-import { classify, classifyAnswer, startLanded, type Landing, type Place } from '../start-run.js';
+import { classify, classifyAnswer, refuseExpired, startLanded, type Landing, type Place } from '../start-run.js';
 import { isoNow } from '../time.js';
 import { parseCursor } from './cursor.js';
 import { answerInput, ordinaryInput, type Landing as InboundLanding } from './inbound.js';
@@ -205,10 +205,7 @@ export function createTasks(core: Core, options: { push?: PushSender; settings?:
 
   function notWaiting(root: Run, tail: Run): Refusal {
     const expired = Object.values(tail.asks ?? {}).filter((ask) => ask.state === 'expired');
-    if (tail.status === 'completed' && expired.length > 0) {
-      const when = expired.map((ask) => ask.expiresAt).find((at) => at !== undefined);
-      return refuse('interrupt_expired', `task "${root.runId}" waits no more: its ask expired${when ? ` at ${when}` : ''}`);
-    }
+    if (tail.status === 'completed' && expired.length > 0) return refuseExpired(expired, root.runId);
     const now = tail.status === 'completed' ? 'has completed' : `is ${tail.status}`;
     return refuse('no_open_ask', `task "${root.runId}" is not waiting for an answer: its latest run ${now}`);
   }
