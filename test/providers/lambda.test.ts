@@ -1,10 +1,12 @@
+import { Readable } from 'node:stream';
 import { InvokeWithResponseStreamCommand, LambdaClient, type InvokeWithResponseStreamResponseEvent } from '@aws-sdk/client-lambda';
+import { EventStreamCodec } from '@smithy/core/event-streams';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ANONYMOUS, type Agent } from '../../lambdas/core/model.js';
 import { LambdaProvider, lambdaKind } from '../../lambdas/providers/lambda.js';
 import { agentCatalog } from '../../lambdas/providers/definition.js';
-import { PROVIDER_KINDS } from '../../lambdas/runtimes/providers.js';
+import { createProviders, PROVIDER_KINDS } from '../../lambdas/runtimes/providers.js';
 import { harness, type Harness } from '../support/core-harness.js';
 import { useDynalite } from '../support/dynalite.js';
 
@@ -67,6 +69,25 @@ async function runOnce(h: Harness) {
   await h.settled();
   const run = await h.store.getRun(started.value.run.runId);
   return { run, events: (await h.events(started.value.run.runId)).map((stored) => stored.event) };
+}
+
+/**
+ * Lambda's own answer to InvokeWithResponseStream on the wire: AWS event-stream messages
+ * (`PayloadChunk`s of the function's bytes, then `InvokeComplete`), which the SDK decodes.
+ */
+function eventStreamBytes(payload: string, cut: number): Buffer[] {
+  const codec = new EventStreamCodec((bytes) => new TextDecoder().decode(bytes), (text) => encoder.encode(text));
+  const message = (type: string, contentType: string, body: Uint8Array) =>
+    Buffer.from(
+      codec.encode({
+        headers: { ':event-type': { type: 'string', value: type }, ':message-type': { type: 'string', value: 'event' }, ':content-type': { type: 'string', value: contentType } },
+        body,
+      }),
+    );
+  const bytes = encoder.encode(payload);
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < bytes.length; i += cut) chunks.push(message('PayloadChunk', 'application/octet-stream', bytes.subarray(i, i + cut)));
+  return [...chunks, message('InvokeComplete', 'application/json', encoder.encode('{}'))];
 }
 
 describe('the lambda provider kind', () => {
@@ -177,5 +198,37 @@ describe('a lambda agent definition', () => {
     const parsed = catalog.parse({ id: 'x', provider: 'grpc', description: 'd' });
     expect(parsed.ok).toBe(false);
     if (!parsed.ok) expect(parsed.issues[0]).toMatchObject({ path: ['provider'], message: 'must be one of "agui-http", "lambda", "link", "demo"' });
+  });
+});
+
+// Last in the file: it takes the mock off the Lambda client.
+describe('the lambda provider kind on the wire', () => {
+  it('runs through the provider registry on the SDK’s own decoding of Lambda’s event-stream bytes', async () => {
+    // The SDK's own client, unmocked from here on: the bytes come from its request handler.
+    lambda.restore();
+    const sent: Array<{ path: string; body: string }> = [];
+    const client = new LambdaClient({
+      region: 'eu-west-1',
+      credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'example' },
+      requestHandler: {
+        handle: async (request: { path: string; body: Uint8Array | string }) => {
+          sent.push({ path: request.path, body: typeof request.body === 'string' ? request.body : new TextDecoder().decode(request.body) });
+          // Cut mid-event, mid-line and mid-character: the provider reads bytes, not messages.
+          const body = Readable.from(eventStreamBytes(sse(script('thread-1', 'run-1')), 9));
+          // The HTTP response's Content-Type is the stream's (ResponseStreamContentType): a handler that set none streams octets.
+          return { response: { statusCode: 200, headers: { 'content-type': 'application/octet-stream' }, body } };
+        },
+      },
+    });
+    const h = await harness(await dynamo.freshStore(), { providers: createProviders({ clock: { now: () => Date.now() }, ids: { newId: () => 'x' }, lambda: client }) });
+    await h.store.putAgent(AGENT);
+
+    const { run, events } = await runOnce(h);
+
+    expect(run).toMatchObject({ status: 'completed', outcome: 'success' });
+    expect(events).toEqual(script('thread-1', 'run-1'));
+    expect(sent).toHaveLength(1);
+    expect(sent[0].path).toBe('/2021-11-15/functions/travel-agent/response-streaming-invocations');
+    expect(JSON.parse(sent[0].body)).toMatchObject({ threadId: 'thread-1', runId: 'run-1' });
   });
 });
