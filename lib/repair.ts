@@ -1,7 +1,7 @@
 import { Duration } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { recordChanges } from './record-changes.js';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -52,21 +52,15 @@ export class Repair extends Construct {
     this.failuresAlarm = parked.alarm;
     const fn = this.function.function;
     fn.addEventSource(
-      new DynamoEventSource(props.store.runs, {
+      recordChanges(props.store.runs, {
         startingPosition: lambda.StartingPosition.TRIM_HORIZON,
-        batchSize: 100,
-        maxBatchingWindow: Duration.seconds(1),
-        bisectBatchOnError: true,
         retryAttempts: 10,
-        reportBatchItemFailures: true,
-        onFailure: new SqsDlq(this.failures),
+        parked: this.failures,
         // Only run items, and only the statuses a repair acts on: threads, agents, running runs are not invoked for.
-        filters: [
-          lambda.FilterCriteria.filter({
-            eventName: lambda.FilterRule.or('INSERT', 'MODIFY'),
-            dynamodb: { NewImage: { status: { S: lambda.FilterRule.or(...REPAIRED_STATUSES) } } },
-          }),
-        ],
+        filter: {
+          eventName: lambda.FilterRule.or('INSERT', 'MODIFY'),
+          dynamodb: { NewImage: { status: { S: lambda.FilterRule.or(...REPAIRED_STATUSES) } } },
+        },
       }),
     );
     // It reads the run, its thread and its agent, gives back places, sets the waiting run, clears

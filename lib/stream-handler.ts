@@ -1,7 +1,7 @@
 import { Duration } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { recordChanges } from './record-changes.js';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -50,15 +50,11 @@ export class StreamHandler extends Construct {
     ];
     for (const { table, names } of changes) {
       fn.addEventSource(
-        new DynamoEventSource(table, {
+        recordChanges(table, {
           startingPosition: lambda.StartingPosition.LATEST,
-          batchSize: 100,
-          maxBatchingWindow: Duration.seconds(1),
-          bisectBatchOnError: true,
           retryAttempts: 3,
-          reportBatchItemFailures: true,
-          onFailure: new SqsDlq(this.failures),
-          filters: [lambda.FilterCriteria.filter({ eventName: lambda.FilterRule.or(...names) })],
+          parked: this.failures,
+          filter: { eventName: lambda.FilterRule.or(...names) },
         }),
       );
     }

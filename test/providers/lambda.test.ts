@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ANONYMOUS, type Agent } from '../../lambdas/core/model.js';
 import { LambdaProvider, lambdaKind } from '../../lambdas/providers/lambda.js';
 import { agentCatalog } from '../../lambdas/providers/definition.js';
+import { systemClock } from '../../lambdas/adapters/system-clock.js';
 import { createProviders, PROVIDER_KINDS } from '../../lambdas/runtimes/providers.js';
 import { harness, type Harness } from '../support/core-harness.js';
 import { useDynalite } from '../support/dynalite.js';
@@ -220,7 +221,7 @@ describe('the lambda provider kind on the wire', () => {
         },
       },
     });
-    const h = await harness(await dynamo.freshStore(), { providers: createProviders({ clock: { now: () => Date.now() }, ids: { newId: () => 'x' }, lambda: client }) });
+    const h = await harness(await dynamo.freshStore(), { providers: createProviders({ clock: systemClock, ids: { newId: () => 'x' }, lambda: client }) });
     await h.store.putAgent(AGENT);
 
     const { run, events } = await runOnce(h);
