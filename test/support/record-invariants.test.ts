@@ -1,10 +1,11 @@
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { DynamoRunStore } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
 import { SqliteRunStore } from '../../lambdas/adapters/local/sqlite-run-store.js';
 import type { RunStore } from '../../lambdas/core/ports.js';
 import { eventually, harness } from './core-harness.js';
 import { useDynalite } from './dynalite.js';
-import { dynamoSnapshot, recordBreaks, sqliteSnapshot, type RecordSnapshot } from './record-invariants.js';
+import { dynamoSlice, dynamoSnapshot, recordBreaks, sqliteSlice, sqliteSnapshot, type RecordSnapshot } from './record-invariants.js';
 
 const dynalite = useDynalite();
 
@@ -44,6 +45,41 @@ describe('the record’s invariants', () => {
       expect(broken(snapshot, (s) => s.tasks.delete('run-1'))).toEqual([expect.stringMatching(/task run-1 is not in the task index/)]);
       expect(broken(snapshot, (s) => (s.tasks.get('run-2')!.state = 0))).toEqual([expect.stringMatching(/task run-2 is indexed in state 0 from arrival \d+; its tail run-2/)]);
       expect(broken(snapshot, (s) => s.tenantPlaces.set(s.runs[0].tenant, 1))).toEqual([expect.stringMatching(/holds 1 places for 0 unsettled runs that took one/)]);
+    }
+    await sqlite.close();
+  });
+
+  it('of a slice are those of the threads and runs it names, read by key, on SQLite and on DynamoDB', async () => {
+    const sqlite = new SqliteRunStore(':memory:');
+    await exercise(sqlite);
+    const tables = await dynalite.freshTables();
+    await exercise(new DynamoRunStore({ client: dynalite.client, tables }));
+    const stores = [
+      {
+        slice: async (ids: string[]) => sqliteSlice(sqlite, { tenant: 'anonymous', ids }),
+        breakThread: async () => void sqlite['db'].prepare('UPDATE threads SET unsettled = 1').run(),
+      },
+      {
+        slice: (ids: string[]) => dynamoSlice(dynalite.client, tables, { tenant: 'anonymous', ids }),
+        breakThread: async () =>
+          void (await dynalite.client.send(
+            new UpdateItemCommand({ TableName: tables.runs, Key: { pk: { S: 'thread#anonymous/thread-1' }, sk: { S: 'thread' } }, UpdateExpression: 'SET unsettled = :one', ExpressionAttributeValues: { ':one': { N: '1' } } }),
+          )),
+      },
+    ];
+    for (const { slice, breakThread } of stores) {
+      // A thread named by its id or by one of its runs' is read whole; an id that names nothing reads nothing.
+      for (const ids of [['thread-1'], ['run-2']]) {
+        const named = await slice(ids);
+        expect(named.threads.map((thread) => thread.threadId)).toEqual(['thread-1']);
+        expect(named.runs.map((run) => run.runId).sort()).toEqual(['run-1', 'run-2']);
+        expect(named.seqs.get('run-1')?.length).toBeGreaterThan(0);
+        expect(recordBreaks(named)).toEqual([]);
+      }
+      expect(await slice(['nobody'])).toMatchObject({ threads: [], runs: [] });
+      await breakThread();
+      expect(recordBreaks(await slice(['run-1']))).toEqual([expect.stringMatching(/thread anonymous\/thread-1 holds 1 places for 0 unsettled runs/)]);
+      expect(recordBreaks(await slice(['nobody']))).toEqual([]);
     }
     await sqlite.close();
   });
