@@ -431,8 +431,8 @@ export class DynamoRunStore implements RunStore {
 
   async listUsage(query: UsageQuery): Promise<{ records: UsageRecord[]; cursor?: string }> {
     const { indexName, partitionKey, sortKey } = RUNS_TABLE.byKey;
-    const start = query.cursor === undefined ? { month: query.from.slice(0, 7) } : decodeUsageCursor(query.cursor, query.tenant ?? '');
     const lastMonth = query.to.slice(0, 7);
+    const start = query.cursor === undefined ? { month: query.from.slice(0, 7) } : decodeUsageCursor(query.cursor, query.tenant ?? '', query.from.slice(0, 7), lastMonth);
     const records: UsageRecord[] = [];
     let month = start.month;
     let after = start.after;
@@ -627,7 +627,7 @@ export class DynamoRunStore implements RunStore {
         ExpressionAttributeValues: values,
         ScanIndexForward: false,
         Limit: query.limit + 1,
-        ExclusiveStartKey: query.cursor === undefined ? undefined : decodeCursor(query.cursor, partitionKey, partition),
+        ExclusiveStartKey: query.cursor === undefined ? undefined : decodeCursor(query.cursor, partitionKey, sortKey, partition),
       }),
     );
     const items = result.Items ?? [];
@@ -1240,17 +1240,30 @@ function encodeUsageCursor(place: { tenant: string; month: string; after?: Item 
 }
 
 /** A cursor comes back from a caller: only the shape we issue, for the listing asking. */
-function decodeUsageCursor(cursor: string, tenant: string): { month: string; after?: Item } {
-  const place = decodePageCursor(cursor);
-  const valid =
-    typeof place === 'object' &&
-    place !== null &&
-    (place as { tenant?: unknown }).tenant === tenant &&
-    typeof (place as { month?: unknown }).month === 'string' &&
-    /^\d{4}-\d{2}$/.test((place as { month: string }).month) &&
-    ((place as { after?: unknown }).after === undefined || typeof (place as { after?: unknown }).after === 'object');
-  if (!valid) throw new RangeError('invalid page cursor');
-  return place as { month: string; after?: Item };
+/**
+ * A usage listing's place, as `listUsage` issued it: the tenant's, a month of the listing's range,
+ * and, within the month, the last key a Query read (the usage record's keys and its index keys,
+ * all strings, in that month's partition and, for a tenant, under its prefix). Anything else is
+ * a cursor this listing did not issue: DynamoDB would refuse a start key of another shape (a
+ * ValidationException), and a month outside the range would cost a Query per month on the way.
+ */
+function decodeUsageCursor(cursor: string, tenant: string, firstMonth: string, lastMonth: string): { month: string; after?: Item } {
+  const place = decodePageCursor(cursor) as { tenant?: unknown; month?: unknown; after?: unknown } | null;
+  const { partitionKey, sortKey } = RUNS_TABLE.byKey;
+  const month = typeof place?.month === 'string' && /^\d{4}-\d{2}$/.test(place.month) ? place.month : undefined;
+  const after = place?.after as Record<string, unknown> | undefined;
+  const afterValid =
+    after === undefined ||
+    (typeof after === 'object' &&
+      after !== null &&
+      Object.keys(after).sort().join() === ['pk', 'sk', partitionKey, sortKey].sort().join() &&
+      Object.values(after).every((value) => typeof value === 'string') &&
+      after[partitionKey] === usagePartition(month ?? '') &&
+      after.sk === 'usage' &&
+      String(after.pk).startsWith('usage#') &&
+      (tenant === '' || String(after[sortKey]).startsWith(`${escapeTenant(tenant)}/`)));
+  if (place?.tenant !== tenant || month === undefined || month < firstMonth || month > lastMonth || !afterValid) throw new RangeError('invalid page cursor');
+  return { month, ...(after ? { after: after as Item } : {}) };
 }
 
 function runKey(runId: string): Item {
@@ -1336,12 +1349,12 @@ function encodeCursor(key: Item): string {
 }
 
 /** A cursor comes back from a caller: accept only the shape we issue, for the index partition of the listing asking. */
-function decodeCursor(cursor: string, partitionKey: string, partition: string): Item {
+function decodeCursor(cursor: string, partitionKey: string, sortKey: string, partition: string): Item {
   const key = decodePageCursor(cursor);
   const valid =
     typeof key === 'object' &&
     key !== null &&
-    Object.keys(key).length === 4 &&
+    Object.keys(key).sort().join() === [RUNS_TABLE.partitionKey, RUNS_TABLE.sortKey, partitionKey, sortKey].sort().join() &&
     typeof (key as Item)[RUNS_TABLE.partitionKey] === 'string' &&
     typeof (key as Item)[RUNS_TABLE.sortKey] === 'string' &&
     (key as Item)[partitionKey] === partition &&
