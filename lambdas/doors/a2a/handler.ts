@@ -43,6 +43,15 @@ export class AgentRequestHandler implements A2ARequestHandler {
     private readonly signal: AbortSignal,
     /** A last-seen cursor for SubscribeToTask (metadata or Last-Event-ID). */
     private readonly cursor?: string,
+    /**
+     * How long a blocking SendMessage waits for its task to settle before it answers with the task
+     * as it stands (SUBMITTED or WORKING); undefined: until it settles. A2A asks a blocking send to
+     * wait for a terminal or interrupted state, but a door cannot outwait its platform: on AWS the
+     * function is killed at 15 minutes and its caller gets a cut connection and no task id. The
+     * doors give it their streams' own bound (`SseOptions.maxDurationMs`), so either kind of
+     * request answers before Lambda's end; the caller goes on with GetTask or SubscribeToTask.
+     */
+    private readonly blockingWaitMs?: number,
   ) {}
 
   async getAgentCard(): Promise<AgentCard> {
@@ -56,7 +65,11 @@ export class AgentRequestHandler implements A2ARequestHandler {
   async sendMessage(params: SendMessageRequest): Promise<Message | Task> {
     const historyLength = readHistoryLength(params.configuration?.historyLength);
     const sent = await this.send(params);
-    if (!params.configuration?.returnImmediately) await this.tasks.awaitTask(sent.root, this.signal);
+    if (!params.configuration?.returnImmediately) {
+      const waitMs = this.blockingWaitMs;
+      const signal = waitMs === undefined ? this.signal : AbortSignal.any([this.signal, AbortSignal.timeout(waitMs)]);
+      await this.tasks.awaitTask(sent.root, signal);
+    }
     return orThrow(await this.tasks.getTask(this.caller, sent.root.runId, { historyLength }));
   }
 

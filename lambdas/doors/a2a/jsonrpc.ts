@@ -52,7 +52,7 @@ export async function jsonRpc(
   if (deep) return c.json({ jsonrpc: '2.0', id, error: mapError(a2aError({ ok: false, code: 'invalid_input', message: deep })) });
   const stop = new AbortController();
   const caller = { agentId: agent.id, principal: c.get('principal'), agent };
-  const handler = new AgentRequestHandler(tasks, caller, card, stop.signal, cursorFrom(c, paramsMetadata(body)));
+  const handler = new AgentRequestHandler(tasks, caller, card, stop.signal, cursorFrom(c, paramsMetadata(body)), sse.maxDurationMs);
   const transport = legacy ? new LegacyJsonRpcTransportHandler(handler) : new JsonRpcTransportHandler(handler);
   // Arrays, primitives and null are the transport's to refuse (Invalid Request), not ours.
   const answer = await transport.handle(body as Record<string, unknown>, context);

@@ -56,7 +56,7 @@ export function bindingCall(options: RestOptions, binding: Binding, work: (call:
       validateVersion(context.requestedVersion, card, 'HTTP+JSON');
       const metadata = isObject(body) && isObject(body.metadata) ? body.metadata : undefined;
       const caller = { agentId: agent.id, principal: c.get('principal'), agent };
-      const handler = new AgentRequestHandler(options.tasks, caller, card, stop.signal, cursorFrom(c, metadata));
+      const handler = new AgentRequestHandler(options.tasks, caller, card, stop.signal, cursorFrom(c, metadata), options.sse.maxDurationMs);
       return await work({ handler, context, stop, body, c });
     } catch (error) {
       stop.abort();
