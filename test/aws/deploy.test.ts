@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -81,6 +81,27 @@ describe('the stack as deployed', { timeout: 120_000 }, () => {
     }
     expect(found).toEqual(expected);
   });
+
+  it('imports each function’s bundle at a cold start (with FUNDUQ_TEST_FIGURES=1, five times each, printing the import times)', async () => {
+    const { box } = aws;
+    const rounds = process.env.FUNDUQ_TEST_FIGURES ? 5 : 1;
+    const times = new Map<string, number[]>();
+    // One environment at a time, so each import has the machine to itself as far as the box goes.
+    for (let round = 0; round < rounds; round++) {
+      for (const handler of box.lambda.functions.keys()) times.set(handler, [...(times.get(handler) ?? []), await box.lambda.init(handler)]);
+    }
+    expect([...times.keys()].sort()).toEqual([...box.lambda.functions.keys()].sort());
+    if (process.env.FUNDUQ_TEST_FIGURES) {
+      const rows: Record<string, { bundleKb: number; medianMs: number; minMs: number; maxMs: number }> = {};
+      for (const [handler, ms] of times) {
+        const sorted = [...ms].sort((a, b) => a - b);
+        const bundle = await stat(join(box.lambda.fn(handler).code, 'index.mjs'));
+        rows[handler] = { bundleKb: Math.round(bundle.size / 1024), medianMs: Math.round(sorted[Math.floor(sorted.length / 2)]), minMs: Math.round(sorted[0]), maxMs: Math.round(sorted.at(-1)!) };
+      }
+      console.log(`cold import of each function's bundle (Node 22, ${rounds} cold starts each):`);
+      console.table(rows);
+    }
+  }, 180_000);
 
   it('runs a dispatch throttled for an hour once the throttle lifts, without sending it to the dead-letter queue', async () => {
     const { box } = aws;

@@ -1,4 +1,6 @@
 import { createSocket, type Socket } from 'node:dgram';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { HttpAgent } from '@ag-ui/client';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { afterAll, afterEach, beforeAll } from 'vitest';
@@ -8,7 +10,7 @@ import { BoxClock } from './clock.js';
 import { DynamoDbService } from './dynamodb.js';
 import { EventSources } from './event-sources.js';
 import { Iam } from './iam.js';
-import { LambdaService } from './lambda.js';
+import { LambdaService, type ReturnHook } from './lambda.js';
 import { Schedules } from './schedules.js';
 import { SecretsManagerService } from './secrets-manager.js';
 import { SqsService } from './sqs.js';
@@ -16,6 +18,7 @@ import { StepFunctionsService } from './step-functions.js';
 import { synthesize } from './synth.js';
 import { WebSocketApi } from './websocket-api.js';
 import { Deployment } from './template.js';
+import type { Run } from '../../../lambdas/core/model.js';
 import { dynamoSnapshot, type RecordSnapshot } from '../record-invariants.js';
 
 /** Lambda keeps this much of an account's concurrency unreserved (PutFunctionConcurrency). */
@@ -121,6 +124,11 @@ export class AwsBox {
     this.endpoint.hook = hook;
   }
 
+  /** Decides, as each invocation returns, whether its environment ends there instead (after its last AWS call). */
+  set atReturn(hook: ReturnHook) {
+    this.lambda.atReturn = hook;
+  }
+
   /**
    * `fetch` as a caller on the internet would see the API: the stack's public host name (the URLs
    * of agent cards) answered by the box, and the API key sent unless the request carries one.
@@ -167,6 +175,27 @@ export class AwsBox {
       headers: { authorization: `Bearer ${this.secret()}`, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
+  }
+
+  /**
+   * What the box holds now, one line each: every environment and the invocations not returned,
+   * the queues' messages (in flight or waiting) and the last AWS calls. For a test whose wait ran
+   * out, to say where things stood.
+   */
+  holding(): string[] {
+    const now = this.clock.now();
+    const messages = [...this.sqs.queues.values()].flatMap((queue) =>
+      queue.messages.map((m) => `${queue.name}: ${m.body.slice(0, 120)} (received ${m.receiveCount}×, ${m.invisibleUntil > now ? 'in flight' : 'waiting'})`),
+    );
+    const calls = this.endpoint.calls.slice(-12).map((c) => `${c.environment ?? c.caller} ${c.action}${c.duringInvocation ? '' : ' (after its invocation)'}`);
+    return [...this.lambda.holding(), ...messages, 'last AWS calls:', ...calls];
+  }
+
+  /** A run as the runs table holds it now (one consistent read, past IAM), or undefined. */
+  async run(runId: string): Promise<Run | undefined> {
+    const runs = [...this.dynamodb.tables.values()].find((table) => table.keys.includes('pk'))!.name;
+    const { Item } = await this.dynamodb.client.send(new GetItemCommand({ TableName: runs, Key: { pk: { S: `run#${runId}` }, sk: { S: 'run' } }, ConsistentRead: true }));
+    return Item && (unmarshall(Item) as Run);
   }
 
   /** The record as the tables hold it now, for `recordBreaks`. */

@@ -44,6 +44,12 @@ export interface StreamedInvocation {
   finished: Promise<InvokeOutcome>;
 }
 
+/** The outcome of a streamed invocation whose response stream was cut (its caller went away). */
+const STREAM_CUT: InvokeOutcome = { ok: false, errorType: 'Runtime.StreamAborted', errorMessage: 'the response stream was cut', payload: '' };
+
+/** What the `atReturn` hook is told of an invocation returning. */
+export type ReturnHook = (returning: { caller: string; environment: string }) => 'return' | 'kill';
+
 export class TooManyRequests extends Error {
   override name = 'TooManyRequestsException';
 }
@@ -66,6 +72,10 @@ export class Environment {
   /** AWS requests made by this environment during its current invocation (1, 2, …). */
   requests = 0;
   importMs: number | undefined;
+  /** Resolves with the import time once the runtime has imported the function's bundle (its INIT); rejects if it died first. */
+  readonly imported: Promise<number>;
+  private markImported!: (ms: number) => void;
+  private failImport!: (error: Error) => void;
   private child: ChildProcess | undefined;
   private server: Server | undefined;
   private waiting: ServerResponse | undefined;
@@ -81,6 +91,11 @@ export class Environment {
     this.id = `${fn.handler}-${sequence}`;
     this.accessKeyId = `ASIABOXENV${String(sequence).padStart(6, '0')}`;
     this.exited = new Promise((resolve) => (this.markExited = resolve));
+    this.imported = new Promise((resolve, reject) => {
+      this.markImported = resolve;
+      this.failImport = reject;
+    });
+    this.imported.catch(() => {});
   }
 
   get caller(): Caller {
@@ -139,6 +154,7 @@ export class Environment {
       if (message.init) {
         this.importMs = message.init.importMs;
         this.service.coldStarts.push({ handler: this.fn.handler, importMs: message.init.importMs });
+        this.markImported(message.init.importMs);
       }
     });
     child.on('exit', (code, signal) => this.died(`Runtime exited${signal ? ` with signal ${signal}` : ` with error: exit status ${code}`}`));
@@ -176,7 +192,8 @@ export class Environment {
     this.waiting?.destroy();
     this.server?.closeAllConnections();
     this.server?.close();
-    this.service.forget(this);
+    this.service.forget(this, reason);
+    this.failImport(new Error(`${this.id} died before its bundle was imported: ${reason}`));
     this.markExited();
   }
 
@@ -192,21 +209,31 @@ export class Environment {
     response.end(JSON.stringify(invocation.event));
   }
 
-  private finish(outcome: InvokeOutcome): void {
+  /**
+   * The invocation's outcome, to its caller. The environment is free again once its function has
+   * returned: a response it posted (the runtime asks for the next event at once), not a response
+   * stream that was cut under a function still running, which holds it until the runtime asks.
+   */
+  private finish(outcome: InvokeOutcome, returned = true): void {
     const invocation = this.current;
     if (!invocation) return;
     invocation.cancelTimeout?.();
     this.current = undefined;
-    this.state = 'idle';
+    if (returned) this.state = 'idle';
     invocation.resolve(outcome);
+  }
+
+  /** Whether the function, returning now, dies instead (the box's `atReturn`); if so, it is killed. */
+  private diesReturning(): boolean {
+    if (this.service.atReturn({ caller: this.fn.handler, environment: this.id }) !== 'kill') return false;
+    void this.kill('killed by the box as its invocation returned');
+    return true;
   }
 
   private runtimeApi(request: IncomingMessage, response: ServerResponse): void {
     const url = request.url ?? '';
     if (request.method === 'GET' && url === '/2018-06-01/runtime/invocation/next') {
-      if (this.state === 'init') {
-        this.state = this.queued ? 'busy' : 'idle';
-      }
+      if (this.state !== 'dead' && this.current === undefined) this.state = this.queued ? 'busy' : 'idle';
       if (this.queued) {
         const invocation = this.queued;
         this.queued = undefined;
@@ -223,6 +250,7 @@ export class Environment {
         invocation.onStream(request, response);
         return;
       }
+      if (this.diesReturning()) return;
       readBody(request).then((buffer) => {
         const body = buffer.toString('utf8');
         response.writeHead(202).end('{"status":"OK"}');
@@ -245,9 +273,13 @@ export class Environment {
     response.writeHead(404).end();
   }
 
-  /** Called by a streamed invocation when its response POST has ended. */
-  streamed(outcome: InvokeOutcome): void {
-    this.finish(outcome);
+  /**
+   * Called by a streamed invocation when its response POST has ended (the function returned, unless
+   * it dies returning) or was cut (`returned` false: the function may still run).
+   */
+  streamed(outcome: InvokeOutcome, returned = true): void {
+    if (returned && this.diesReturning()) return;
+    this.finish(outcome, returned);
   }
 }
 
@@ -262,13 +294,20 @@ export class LambdaService {
   readonly coldStarts: Array<{ handler: string; importMs: number }> = [];
   readonly logs = new Map<string, string[]>();
   private readonly environments = new Set<Environment>();
+  /** The last environments that ended, and why (a kill, a crash, a timeout). */
+  private readonly ended: string[] = [];
   private readonly byAccessKey = new Map<string, Environment>();
   private sequence = 0;
   private closed = false;
   /** Functions whose invocations Lambda refuses for now (the account's concurrency is used up elsewhere). */
   readonly throttled = new Set<string>();
   /** Every invocation, when it began and ended (machine time, ms): how long each function was held. */
-  readonly invocations: Array<{ handler: string; startedAt: number; endedAt?: number }> = [];
+  readonly invocations: Array<{ handler: string; environment: string; startedAt: number; endedAt?: number }> = [];
+  /**
+   * Decides, as an invocation returns (its response posted, or its response stream ended), whether
+   * its environment dies there instead: a crash after the function's last AWS call.
+   */
+  atReturn: ReturnHook = () => 'return';
   /** Public URLs in the functions' environment and the box's own for them (an API's callback URL). */
   readonly rewrites = new Map<string, string>();
 
@@ -304,6 +343,26 @@ export class LambdaService {
     });
   }
 
+  /**
+   * What every environment is doing now, one line each, with the invocations not yet returned:
+   * what a test that waited too long names beside its own case.
+   */
+  holding(): string[] {
+    const now = Date.now();
+    const open = this.invocations.filter((i) => i.endedAt === undefined).map((i) => `${i.environment} invoked ${((now - i.startedAt) / 1000).toFixed(1)} s ago, not returned`);
+    return [...[...this.environments].map((e) => `${e.id} ${e.state}`), ...open, ...this.ended.slice(-6)];
+  }
+
+  /**
+   * The function's environments running now: an invocation not returned, or a function still
+   * running under a response stream its caller cut.
+   */
+  running(handler: string): string[] {
+    const invoked = this.invocations.filter((i) => i.handler === handler && i.endedAt === undefined).map((i) => i.environment);
+    const busy = [...this.environments].filter((e) => e.fn.handler === handler && e.state === 'busy').map((e) => e.id);
+    return [...new Set([...invoked, ...busy])];
+  }
+
   /** The function's environments running an invocation now. */
   busy(handler: string): number {
     return [...this.environments].filter((environment) => environment.fn.handler === handler && environment.state === 'busy').length;
@@ -329,6 +388,23 @@ export class LambdaService {
     lines.push(...text.split('\n').filter(Boolean).map((line) => `[${environment.id}] ${line}`));
     if (lines.length > 2000) lines.splice(0, lines.length - 2000);
     this.logs.set(environment.fn.handler, lines);
+  }
+
+  /**
+   * One environment's INIT, as a cold start pays it (the runtime starts and imports the function's
+   * bundle), in an environment then retired and never invoked: the import time, ms.
+   */
+  async init(handler: string): Promise<number> {
+    const fn = this.fn(handler);
+    this.sequence += 1;
+    const environment = new Environment(fn, this, this.sequence);
+    this.byAccessKey.set(environment.accessKeyId, environment);
+    try {
+      await environment.start();
+      return await environment.imported;
+    } finally {
+      await environment.kill('retired after its INIT');
+    }
   }
 
   /** A synchronous invocation (RequestResponse): the function's answer, or its error. */
@@ -357,6 +433,7 @@ export class LambdaService {
           connection = { request, response };
           if (aborted) {
             request.destroy();
+            env.streamed(STREAM_CUT, false);
             return;
           }
           const body = new PassThrough();
@@ -378,7 +455,7 @@ export class LambdaService {
           request.on('close', () => {
             if (!request.complete) {
               body.end();
-              env.streamed({ ok: false, errorType: 'Runtime.StreamAborted', errorMessage: 'the response stream was cut', payload: '' });
+              env.streamed(STREAM_CUT, false);
             }
           });
         },
@@ -441,7 +518,7 @@ export class LambdaService {
       await environment.start();
     }
     const env = environment;
-    const held: (typeof this.invocations)[number] = { handler: fn.handler, startedAt: Date.now() };
+    const held: (typeof this.invocations)[number] = { handler: fn.handler, environment: env.id, startedAt: Date.now() };
     this.invocations.push(held);
     const invocation: Invocation = {
       id: randomUUID(),
@@ -468,8 +545,10 @@ export class LambdaService {
     return Object.fromEntries(Object.entries(environment).map(([name, value]) => [name, this.rewrites.get(value) ?? value]));
   }
 
-  forget(environment: Environment): void {
+  forget(environment: Environment, reason: string): void {
     this.environments.delete(environment);
+    this.ended.push(`${environment.id} ended: ${reason}`);
+    if (this.ended.length > 100) this.ended.shift();
   }
 
   async close(): Promise<void> {

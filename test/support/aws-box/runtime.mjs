@@ -141,7 +141,10 @@ function exitWith(error, code) {
 }
 
 function contextOf(headers) {
-  const deadline = Number(headers['lambda-runtime-deadline-ms']);
+  // The deadline is on the platform's wall clock, which the box may move forward while the
+  // invocation runs; the time left is elapsed time, as Lambda's timeout is (and the box's).
+  const left = Number(headers['lambda-runtime-deadline-ms']) - Date.now();
+  const since = performance.now();
   return {
     awsRequestId: headers['lambda-runtime-aws-request-id'],
     invokedFunctionArn: headers['lambda-runtime-invoked-function-arn'],
@@ -151,7 +154,7 @@ function contextOf(headers) {
     logGroupName: process.env.AWS_LAMBDA_LOG_GROUP_NAME,
     logStreamName: process.env.AWS_LAMBDA_LOG_STREAM_NAME,
     callbackWaitsForEmptyEventLoop: true,
-    getRemainingTimeInMillis: () => deadline - Date.now(),
+    getRemainingTimeInMillis: () => left - (performance.now() - since),
   };
 }
 

@@ -12,20 +12,30 @@ function arm(timer) {
   realClearTimeout(timer.real);
   timer.real = realSetTimeout(() => {
     if (Date.now() < timer.due) return arm(timer);
-    timers.delete(timer);
+    forget(timer);
     timer.fn(...timer.args);
   }, Math.max(0, timer.due - Date.now()));
 }
+// The executions' waits of a second or more (Wait states, a task's retry interval), told to the
+// box as they change: a test moves the clock to the next one once it is armed, not before.
+function report() {
+  process.send?.({ waits: [...timers].filter((timer) => timer.long).map((timer) => timer.due).sort((a, b) => a - b) });
+}
+function forget(timer) {
+  timers.delete(timer);
+  if (timer.long) report();
+}
 globalThis.setTimeout = (fn, ms = 0, ...args) => {
-  const timer = { due: Date.now() + Number(ms), fn, args, real: undefined };
+  const timer = { due: Date.now() + Number(ms), fn, args, real: undefined, long: Number(ms) >= 1_000 };
   timers.add(timer);
   arm(timer);
+  if (timer.long) report();
   return timer;
 };
 globalThis.clearTimeout = (timer) => {
   if (timer && typeof timer === 'object' && timers.has(timer)) {
     realClearTimeout(timer.real);
-    timers.delete(timer);
+    forget(timer);
   } else realClearTimeout(timer);
 };
 
@@ -58,15 +68,18 @@ function machine(definition) {
 async function start({ id, definition, input, context }) {
   const execution = machine(definition).run(JSON.parse(input), { noThrowOnAbort: true, context });
   running.set(id, execution);
-  (async () => {
+  // The log closes at the execution's end: its states are all told before the execution is done.
+  const logged = (async () => {
     for await (const event of execution.eventLogs) {
       if (event.type === 'StateEntered') process.send({ state: { id, name: event.state.name } });
     }
   })().catch(() => {});
   try {
     const output = await execution.result;
+    await logged;
     process.send({ done: { id, status: output === null && running.get(id)?.aborted ? 'ABORTED' : 'SUCCEEDED', output: JSON.stringify(output) } });
   } catch (error) {
+    await logged;
     const aborted = error?.name === 'ExecutionAbortedError';
     process.send({ done: { id, status: aborted ? 'ABORTED' : 'FAILED', error: error?.name ?? 'Error', cause: String(error?.message ?? error) } });
   } finally {

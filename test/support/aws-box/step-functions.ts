@@ -40,6 +40,8 @@ interface Machine {
 export class StepFunctionsService implements AwsService {
   readonly machines = new Map<string, Machine>();
   readonly executions = new Map<string, Execution>();
+  /** When the executions' pending waits of a second or more are due (Wait states, retry intervals), earliest first, on the box's clock. */
+  waits: number[] = [];
   private child: ChildProcess | undefined;
 
   constructor(
@@ -77,7 +79,8 @@ export class StepFunctionsService implements AwsService {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     this.child = child;
-    child.on('message', (message: { done?: Partial<Execution> & { id: string }; state?: { id: string; name: string } }) => {
+    child.on('message', (message: { done?: Partial<Execution> & { id: string }; state?: { id: string; name: string }; waits?: number[] }) => {
+      if (message.waits) this.waits = message.waits;
       if (message.state) this.executions.get(message.state.id)?.states.push(message.state.name);
       if (message.done) {
         const execution = this.executions.get(message.done.id);
@@ -86,7 +89,9 @@ export class StepFunctionsService implements AwsService {
       }
     });
     await new Promise<void>((resolve, reject) => {
-      child.once('message', () => resolve());
+      child.on('message', (message: { ready?: boolean }) => {
+        if (message.ready) resolve();
+      });
       child.once('exit', (code) => reject(new Error(`the ASL interpreter exited (${code})`)));
     });
   }
