@@ -65,12 +65,32 @@ export async function startRun(core: Core, request: StartRunRequest): Promise<Re
     // An answer sent the moment its interrupt arrived may come before its run is the thread's
     // waiting run (that write follows the run's end, which the caller read): the thread's latest
     // run with open asks is the one it answers.
-    waiting = (await store.listThreadRuns(thread)).findLast((run) => run.status === 'completed' && openAsks(run).length > 0) ?? waiting;
+    waiting = (await latestWaiting(store, thread)) ?? waiting;
   }
   const place: Place = { agent, ...(thread ? { thread } : {}), ...(waiting ? { waiting } : {}) };
   const landing = await classify(core, request.principal, input, place);
   if (!landing.ok) return landing;
   return startLanded(core, { ...request, input }, place, landing.value);
+}
+
+/** How many of a thread's latest runs an answer that came early reads again by key. */
+const RECENT_RUNS = 3;
+
+/**
+ * The thread's latest run that ended with open asks. The thread's runs are listed from an index,
+ * which on DynamoDB may lag a write by a moment (a global secondary index is eventually
+ * consistent): a run that has just ended can be listed as it was before. So the latest runs are
+ * read again by key, where a read is consistent, besides the one the listing names.
+ */
+async function latestWaiting(store: Core['store'], thread: Thread): Promise<Run | undefined> {
+  const listed = await store.listThreadRuns(thread);
+  const named = listed.findLast((run) => run.status === 'completed' && openAsks(run).length > 0);
+  const candidates = [...listed.slice(-RECENT_RUNS).reverse(), ...(named ? [named] : [])];
+  for (const candidate of candidates) {
+    const run = await store.getRun(candidate.runId);
+    if (run?.status === 'completed' && openAsks(run).length > 0) return run;
+  }
+  return undefined;
 }
 
 /**

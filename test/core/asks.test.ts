@@ -91,6 +91,20 @@ describe('an interrupt', () => {
     await h.settled();
   });
 
+  it('takes such an answer also while the thread’s listing still shows the run as it was before its end (an index that lags a write)', async () => {
+    const store = await stores.freshStore();
+    const h = await harness(store);
+    interrupting(h, () => [{ id: 'i1', reason: 'confirmation' }]);
+    await h.send('/ask');
+    await h.settled();
+    await h.store.setWaitingRun(h.thread, 'an-earlier-run');
+    // DynamoDB's byThread index, a moment behind the run's end: running, no asks yet.
+    const list = store.listThreadRuns.bind(store);
+    store.listThreadRuns = async (thread) => (await list(thread)).map(({ asks: _asks, ...run }) => ({ ...run, status: 'running' as const }));
+    expect(await h.send('', { resume: [resolved('i1')] })).toMatchObject({ ok: true, value: { run: { parentRunId: 'run-1' } } });
+    await h.settled();
+  });
+
   it('refuses a resume with nothing open as no_open_ask', async () => {
     const h = await harness(await stores.freshStore());
     await h.send('hello');
