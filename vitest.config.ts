@@ -2,7 +2,11 @@ import { fileURLToPath } from 'node:url';
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
-const cores = Math.max(2, availableParallelism());
+/**
+ * Worker processes: one more than the machine's cores (two at least). The AWS box's fault matrix
+ * holds one for the whole run (it mostly waits for its functions), the rest share the others.
+ */
+const workers = Math.max(2, availableParallelism()) + 1;
 
 /** Options of the whole run: vitest does not read them from a project. */
 export const runWide = {
@@ -28,33 +32,34 @@ export const quiet = {
 };
 
 /**
- * The AWS box's fault matrix: it kills functions at each of their calls across every flow, a crowd
- * of Lambda processes on Node 22 at once, and its waits are the ones a shared core stretches past
- * their limits (seen with another file beside it), so it runs after the rest, alone.
+ * The AWS box's fault matrix: it kills functions at each of their calls across every flow, one case
+ * after another (each moves its box's clock), so it is one long file that waits more than it
+ * computes. Its project's name sorts first, so it starts first and runs beside the rest (every wait
+ * of it bounded and observed: none times out under a shared core).
  */
 const BOXED = ['test/aws/fault-matrix.test.ts'];
 
 /**
  * Three projects: `sqlite` is the suite on the SQLite store (what `npm start` keeps its record in);
  * `dynamodb` runs the store conformance and every core and door test again on the DynamoDB adapter
- * over dynalite (test/support/stores.ts reads FUNDUQ_TEST_STORE). Those two share the machine's
- * cores (vitest's default leaves one idle); `aws-box` runs next, alone.
+ * over dynalite (test/support/stores.ts reads FUNDUQ_TEST_STORE). All three share one pool of
+ * workers (vitest's default would leave a core idle).
  */
 export default defineConfig({
   test: {
     ...runWide,
     projects: [
-      { test: { ...shared, name: 'sqlite', include: ['test/**/*.test.ts'], exclude: BOXED, maxWorkers: cores, env: { ...quiet, FUNDUQ_TEST_STORE: 'sqlite' } } },
+      { test: { ...shared, name: 'sqlite', include: ['test/**/*.test.ts'], exclude: BOXED, maxWorkers: workers, env: { ...quiet, FUNDUQ_TEST_STORE: 'sqlite' } } },
       {
         test: {
           ...shared,
           name: 'dynamodb',
           include: ['test/core/**/*.test.ts', 'test/doors/**/*.test.ts', 'test/adapters/run-store.test.ts', 'test/adapters/usage-store.test.ts', 'test/adapters/provider-store.test.ts'],
-          maxWorkers: cores,
+          maxWorkers: workers,
           env: { ...quiet, FUNDUQ_TEST_STORE: 'dynamodb' },
         },
       },
-      { test: { ...shared, name: 'aws-box', include: BOXED, maxWorkers: 1, sequence: { groupOrder: 1 }, env: { ...quiet, FUNDUQ_TEST_STORE: 'sqlite' } } },
+      { test: { ...shared, name: 'aws-box', include: BOXED, maxWorkers: workers, env: { ...quiet, FUNDUQ_TEST_STORE: 'sqlite' } } },
     ],
   },
 });

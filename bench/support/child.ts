@@ -1,5 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { bundled } from '../../bin/bundle.mjs';
 
 /**
  * A bench process (the scripted agent, the gateway) as a forked child that answers calls over
@@ -20,9 +20,10 @@ interface Reply {
 }
 
 export async function startChild(entry: string, options: { execArgv?: string[]; name: string }): Promise<Child> {
-  const path = fileURLToPath(new URL(`../processes/${entry}`, import.meta.url));
+  // Bundled as `npm start` runs the gateway: no transpiling loader in the measured processes.
+  const path = await bundled(`bench/processes/${entry}`);
   const child: ChildProcess = fork(path, [], {
-    execArgv: ['--import', 'tsx', ...(options.execArgv ?? [])],
+    execArgv: options.execArgv ?? [],
     // The SDK's notice that it will need Node 22 in 2027 is not news to a benchmark.
     env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

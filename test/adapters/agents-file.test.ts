@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AgentsFileError, readAgentsFile } from '../../lambdas/runtimes/agents-file.js';
 import { DEMO_AGENT } from '../../lambdas/runtimes/local.js';
+import { NPM_START } from '../support/child-gateway.js';
 import { aguiAgent, startTestGateway, userMessage } from '../support/gateway.js';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -147,7 +148,7 @@ describe('the agents file', () => {
 
   it('stops npm start with a non-zero exit that names the file and the field', async () => {
     const path = file({ agents: [{ ...GOOD.agents[0], timeoutSeconds: 'forever' }] });
-    const child = spawn(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
+    const child = spawn(process.execPath, NPM_START, {
       cwd: ROOT,
       env: { ...process.env, PORT: '0', FUNDUQ_DATA_DIR: join(dir, 'data'), FUNDUQ_AGENTS_FILE: path },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -99,8 +99,9 @@ describe('a link provider on AWS', { timeout: 90_000 }, () => {
     const secondStream = box.request('POST', '/agui/gated', second);
     await eventually(async () => expect((await runsOf(box, threadId)).map((r) => [r.runId, r.status])).toEqual([[first.runId, 'running'], [second.runId, 'queued']]), 30_000);
     const since = Date.now();
-    // While the agent holds the run, the dispatcher and the link's function return (the caller's SSE stream is the doors').
-    await eventually(() => expect(held(box, ['dispatcher', 'link'])).toEqual([]), 30_000);
+    // While the agent holds the run, the dispatcher and the link's functions return (the caller's SSE stream is the doors').
+    const link = ['dispatcher', 'link', 'link-timer'];
+    await eventually(() => expect(held(box, link)).toEqual([]), 30_000);
     const dispatchers = box.lambda.invocations.filter((i) => i.handler === 'dispatcher').length;
     const letGo = Date.now();
     gates.get(first.runId)!.open();
@@ -114,7 +115,6 @@ describe('a link provider on AWS', { timeout: 90_000 }, () => {
     expect((await runsOf(box, threadId)).map((r) => r.status)).toEqual(['completed', 'completed']);
     // No invocation lasted the run: every dispatch so far ended before the first run did, and its
     // last frames came as invocations of their own, begun after the agent was let go.
-    const link = ['dispatcher', 'link', 'link-timer'];
     expect(box.lambda.invocations.filter((i) => link.includes(i.handler) && i.startedAt <= since && (i.endedAt ?? Infinity) >= until)).toEqual([]);
     expect(box.lambda.invocations.filter((i) => i.handler === 'dispatcher').slice(0, dispatchers).every((i) => i.endedAt! < letGo)).toBe(true);
     const frames = box.lambda.invocations.filter((i) => i.handler === 'link' && i.startedAt >= letGo && i.startedAt <= until);

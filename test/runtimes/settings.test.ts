@@ -7,16 +7,17 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { FunduqStack, settingsFromContext } from '../../lib/funduq-stack.js';
 import { DEPLOY_SETTINGS, GATEWAY_SETTINGS, linkSettings, readSettings, SettingsError } from '../../lambdas/runtimes/settings.js';
+import { NPM_START } from '../support/child-gateway.js';
 import { harness } from '../support/core-harness.js';
 import { useDynalite } from '../support/dynalite.js';
 
 const dynamo = useDynalite();
 const ROOT = join(import.meta.dirname, '../..');
 
-/** Runs a command of the project and returns its exit code and what it wrote to stderr. */
+/** Runs a command of the project with this Node (`node …args`) and returns its exit code and what it wrote to stderr. */
 function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    const child = spawn(process.execPath, args, {
       cwd: ROOT,
       env: { ...process.env, NODE_NO_WARNINGS: '1', ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -78,8 +79,8 @@ describe('one settings schema', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'funduq-settings-'));
     try {
       const [started, synthesized] = await Promise.all([
-        run(['bin/local.ts'], { FUNDUQ_THREAD_QUEUE_LIMIT: '-1', FUNDUQ_DATA_DIR: dataDir, PORT: '0' }),
-        run(['bin/funduq.ts'], { CDK_CONTEXT_JSON: JSON.stringify({ threadQueueLimit: '-1' }), CDK_OUTDIR: join(dataDir, 'cdk.out') }),
+        run(NPM_START, { FUNDUQ_THREAD_QUEUE_LIMIT: '-1', FUNDUQ_DATA_DIR: dataDir, PORT: '0' }),
+        run(['--import', 'tsx', 'bin/funduq.ts'], { CDK_CONTEXT_JSON: JSON.stringify({ threadQueueLimit: '-1' }), CDK_OUTDIR: join(dataDir, 'cdk.out') }),
       ]);
       const line = 'funduq: threadQueueLimit (FUNDUQ_THREAD_QUEUE_LIMIT or -c threadQueueLimit) must be a whole number ≥ 0, got "-1"';
       expect(started).toEqual({ code: 2, stderr: `${line}\n` });

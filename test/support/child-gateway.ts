@@ -16,16 +16,23 @@ export interface ChildGateway {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** `npm start`'s entry point in a process of its own, with node flags (a small heap) and settings. */
+/** `npm start`'s command as package.json has it (`node …`): what the tests start is what a user starts. */
+export const NPM_START: string[] = (() => {
+  const [command, ...args] = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(' ');
+  if (command !== 'node') throw new Error(`npm start runs ${command}, not node: the tests cannot start it with node flags`);
+  return args;
+})();
+
+/** `npm start` in a process of its own, with node flags (a small heap) and settings. */
 export function spawnGateway(options: { nodeFlags?: string[]; env: Record<string, string> }): ChildProcess {
-  return spawn(process.execPath, [...(options.nodeFlags ?? []), '--import', 'tsx', 'bin/local.ts'], {
+  return spawn(process.execPath, [...(options.nodeFlags ?? []), ...NPM_START], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
 
-/** `npm start`'s entry point in a process of its own, once it listens. */
+/** `npm start` in a process of its own, once it listens. */
 export async function startChildGateway(options: { nodeFlags?: string[]; env: Record<string, string> }): Promise<ChildGateway> {
   const child = spawnGateway(options);
   let output = '';

@@ -1,0 +1,76 @@
+/**
+ * The gateway's TypeScript as one ES module per entry point, built with esbuild when a source
+ * changed and kept under node_modules/.cache/funduq. `npm start` runs the bundle: under tsx every
+ * start transpiled each of the gateway's modules again (3 s of CPU and about 50 MB more of memory
+ * on a 2-vCPU machine; the bundle starts in 0.6 s). Packages stay imports of node_modules, as under
+ * tsx, so the bundle holds only this project's code.
+ */
+import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const OUT = join(ROOT, 'node_modules', '.cache', 'funduq');
+
+/** What a bundle is made from: a file here newer than the bundle builds it again. */
+const SOURCES = ['bin', 'lambdas', 'bench/processes', 'bench/support', 'package-lock.json'];
+
+/**
+ * Worker threads started from a file beside their module (`new URL('./x.cjs', import.meta.url)`):
+ * copied beside the bundle, where that URL points once the module is in it.
+ */
+const BESIDE = ['lambdas/adapters/local/dynalite-thread.cjs', 'lambdas/adapters/local/sqlite-checkpoint-thread.cjs'];
+
+/** This package's own exports (`funduq/provider`) are its sources, bundled like the rest, not a package to import. */
+const ownExports = {
+  name: 'own-exports',
+  setup(build) {
+    build.onResolve({ filter: /^funduq(\/|$)/ }, async (args) => {
+      const { exports } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8'));
+      const target = exports[`.${args.path.slice('funduq'.length)}`];
+      return target ? { path: join(ROOT, target) } : { errors: [{ text: `package.json exports no ${args.path}` }] };
+    });
+  },
+};
+
+async function newest(path) {
+  const info = await stat(path).catch(() => undefined);
+  if (!info) return 0;
+  if (!info.isDirectory()) return info.mtimeMs;
+  const entries = await readdir(path, { withFileTypes: true });
+  const times = await Promise.all(entries.map((entry) => newest(join(path, entry.name))));
+  return Math.max(info.mtimeMs, ...times);
+}
+
+/** The bundle of `entry` (a path from the project's root), built first when it is missing or older than a source. */
+export async function bundled(entry) {
+  const outfile = join(OUT, `${entry.replace(/[\\/]/g, '-').replace(/\.ts$/, '')}.mjs`);
+  const built = (await stat(outfile).catch(() => undefined))?.mtimeMs ?? 0;
+  const changed = Math.max(...(await Promise.all(SOURCES.map((source) => newest(join(ROOT, source))))));
+  if (built > changed) return outfile;
+  await mkdir(OUT, { recursive: true });
+  // Written aside and renamed: processes starting at once may each build, and none reads a half-written file.
+  const { build } = await import('esbuild');
+  const { outputFiles } = await build({
+    entryPoints: [join(ROOT, entry)],
+    outfile,
+    write: false,
+    bundle: true,
+    packages: 'external',
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap: 'linked',
+    logLevel: 'warning',
+    plugins: [ownExports],
+  });
+  const files = [...outputFiles.map((file) => ({ path: file.path, contents: file.contents })), ...(await Promise.all(BESIDE.map(async (file) => ({ path: join(OUT, basename(file)), contents: await readFile(join(ROOT, file)) }))))];
+  // The bundle last: a process that finds it finds its map and its threads' files in place.
+  files.sort((a, b) => Number(a.path === outfile) - Number(b.path === outfile));
+  for (const file of files) {
+    const aside = `${file.path}.${process.pid}`;
+    await writeFile(aside, file.contents);
+    await rename(aside, file.path);
+  }
+  return outfile;
+}
