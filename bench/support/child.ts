@@ -24,8 +24,9 @@ export async function startChild(entry: string, options: { execArgv?: string[]; 
   const path = await bundled(`bench/processes/${entry}`);
   const child: ChildProcess = fork(path, [], {
     execArgv: options.execArgv ?? [],
-    // The SDK's notice that it will need Node 22 in 2027 is not news to a benchmark.
-    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    // The SDK's notice that it will need Node 22 in 2027 is not news to a benchmark, and the usage
+    // records' CloudWatch metrics (scenario 6 runs the AWS wiring) would be lines on its output.
+    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', POWERTOOLS_METRICS_DISABLED: 'true' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
