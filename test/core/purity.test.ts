@@ -61,3 +61,20 @@ describe('the core', () => {
     expect(found.map(forbidden)).toEqual([false, true, true, true]);
   });
 });
+
+describe('the adapters', () => {
+  const ADAPTERS = join(import.meta.dirname, '../../lambdas/adapters');
+  const adapters = readdirSync(ADAPTERS, { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.ts'))
+    .map((name) => ({ name, text: readFileSync(join(ADAPTERS, name), 'utf8') }));
+
+  it('import no door, provider or runtime: the runtimes compose them, not the other way round', () => {
+    expect(adapters.length).toBeGreaterThan(10);
+    const offending = adapters.flatMap(({ name, text }) =>
+      imports(text)
+        .filter(({ spec }) => /\/(doors|providers|runtimes|handlers)\//.test(spec))
+        .map(({ spec }) => `${name}: ${spec}`),
+    );
+    expect(offending).toEqual([]);
+  });
+});
