@@ -63,8 +63,13 @@ describe('a provider link that breaks', () => {
     const { newMessages } = await done;
     expect(assistantText(newMessages)).toEqual([expectedText(20)]);
     expect(relay.connections).toBeGreaterThanOrEqual(2);
-    const events = await gateway.store.readEvents(run.runId, 0);
-    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 24 }, (_, i) => i + 1));
+    // The caller may read the run's end from its record (its closing events ride on it) a moment
+    // before the settle has appended them to the log.
+    const events = await eventually(async () => {
+      const stored = await gateway.store.readEvents(run.runId, 0);
+      expect(stored.map((e) => e.seq)).toEqual(Array.from({ length: 24 }, (_, i) => i + 1));
+      return stored;
+    });
     expect(events.filter((e) => e.event.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.event.delta).join('')).toBe(expectedText(20));
     expect((await gateway.store.getRun(run.runId))?.status).toBe('completed');
   });
@@ -125,6 +130,8 @@ describe('a provider link that breaks', () => {
     await eventually(() => expect(agent.aborted).toContain(run.runId));
     const settled = await gateway.store.getRun(run.runId);
     expect(settled).toMatchObject({ status: 'cancelled', reason: 'cancel_requested', cancelRequested: true });
+    // Its closing events ride on its record until the settle has appended them to the log.
+    await eventually(async () => expect((await gateway.store.getRun(run.runId))?.closingEvents).toBeUndefined());
     const events = await gateway.store.readEvents(run.runId, 0);
     // The agent's own events, then funduq's closing: the open message ended, and AG-UI 1.0's cancelled outcome.
     expect(events.map((e) => e.event.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED']);

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DataDirInUse, DataDirOfDynalite } from '../../lambdas/adapters/local/data-dir.js';
 import { ANONYMOUS } from '../../lambdas/core/model.js';
 import type { LocalGateway } from '../../lambdas/runtimes/local.js';
+import { eventually } from '../support/core-harness.js';
 import { aguiAgent, assistantText, startTestGateway, userMessage } from '../support/gateway.js';
 import { aPushConfig, anAgent } from '../support/store-fixtures.js';
 
@@ -46,6 +47,8 @@ describe('the local runtime', () => {
     await first.gateway.putAgent(anAgent('research'));
     const [run] = (await threadOf(first)).runs;
     await first.store.putPushConfig(aPushConfig(run.runId, 'hook', { tenant: ANONYMOUS.tenant }));
+    // The caller may have read the run's end from its record before the settle appended it to the log.
+    await eventually(async () => expect((await first.store.getRun(run.runId))?.closingEvents).toBeUndefined());
     const events = await first.store.readEvents(run.runId, 0);
     await stop(first);
 
