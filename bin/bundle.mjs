@@ -2,8 +2,8 @@
  * The gateway's TypeScript as one ES module per entry point (with chunks for what it loads only
  * when it runs), built with esbuild when a source changed and kept under node_modules/.cache/funduq.
  * `npm start` runs the bundle: under tsx every start transpiled each of the gateway's modules again
- * (3 s of CPU and about 40 MB more of memory on a 2-vCPU machine; the bundle starts in 0.6 s). Packages stay imports of node_modules, as under
- * tsx, so the bundle holds only this project's code.
+ * (3 s of CPU and about 40 MB more of memory on a 2-vCPU machine; the bundle starts in 0.6 s).
+ * Packages stay imports of node_modules, as under tsx, so the bundle holds only this project's code.
  */
 import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';

@@ -85,9 +85,9 @@ const RECENT_RUNS = 3;
 async function latestWaiting(store: Core['store'], thread: Thread): Promise<Run | undefined> {
   const listed = await store.listThreadRuns(thread);
   const named = listed.findLast((run) => run.status === 'completed' && openAsks(run).length > 0);
-  const candidates = [...listed.slice(-RECENT_RUNS).reverse(), ...(named ? [named] : [])];
-  for (const candidate of candidates) {
-    const run = await store.getRun(candidate.runId);
+  const candidates = new Set([...listed.slice(-RECENT_RUNS).reverse(), ...(named ? [named] : [])].map((run) => run.runId));
+  for (const runId of candidates) {
+    const run = await store.getRun(runId);
     if (run?.status === 'completed' && openAsks(run).length > 0) return run;
   }
   return undefined;

@@ -518,7 +518,7 @@ function replayHint(): string {
 /** Every broken promise of the gateway's record, read whole at rest (the queue idle, no run in flight). */
 export async function breaksOf(gateway: LocalGateway): Promise<string[]> {
   await gateway.queue.idle();
-  if (gateway.record.store === 'sqlite') return recordBreaks(sqliteSnapshot(gateway.store as unknown as SqliteRunStore, { inputs: false }));
+  if (gateway.record.store === 'sqlite') return recordBreaks(sqliteSnapshot(gateway.store as unknown as SqliteRunStore));
   const client = localDynamoClient(gateway.record.endpoint);
   try {
     return recordBreaks(await dynamoSnapshot(client, gateway.record.tables));

@@ -239,17 +239,14 @@ async function batchGet(client: DynamoDBClient, table: string, keys: Array<[stri
 
 /**
  * The record of a SQLite store, read from its database: the file of a stopped gateway opened
- * anew, or an open store's own connection. Without `inputs`, the runs' inputs are left unread
- * (the invariants do not look at them, and a fuzzed record holds many of hundreds of KB).
+ * anew, or an open store's own connection. The runs' inputs are left unread: the invariants do
+ * not look at them, and a fuzzed record holds many of hundreds of KB.
  */
-export function sqliteSnapshot(source: Database.Database | SqliteRunStore, options: { inputs?: boolean } = {}): RecordSnapshot {
+export function sqliteSnapshot(source: Database.Database | SqliteRunStore): RecordSnapshot {
   const db = 'prepare' in source ? source : source['db'];
   const threads = (db.prepare('SELECT body, unsettled, arrivals, waiting_run_id FROM threads').all() as ThreadRow[]).map(threadOfRow);
-  const rows =
-    options.inputs === false
-      ? (db.prepare('SELECT run_id, body FROM runs').all() as Array<{ run_id: string; body: string; input?: undefined }>)
-      : (db.prepare('SELECT run_id, body, input FROM runs JOIN run_inputs USING (run_id)').all() as Array<{ run_id: string; body: string; input?: string }>);
-  const runs = rows.map((row) => (row.input === undefined ? bodyOnly(row.body) : ({ ...JSON.parse(row.body), input: JSON.parse(row.input) } as Run)));
+  const rows = db.prepare('SELECT run_id, body FROM runs').all() as Array<{ run_id: string; body: string }>;
+  const runs = rows.map((row) => bodyOnly(row.body));
   // A key column reads back an id with a lone surrogate as U+FFFD; the run's body has the id itself.
   const idOfKey = new Map(rows.map((row, i) => [row.run_id, runs[i].runId]));
   const seqs = new Map<string, number[]>();

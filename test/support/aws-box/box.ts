@@ -1,6 +1,4 @@
 import { createSocket, type Socket } from 'node:dgram';
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { HttpAgent } from '@ag-ui/client';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { afterAll, afterEach, beforeAll } from 'vitest';
@@ -18,6 +16,8 @@ import { StepFunctionsService } from './step-functions.js';
 import { synthesize } from './synth.js';
 import { WebSocketApi } from './websocket-api.js';
 import { Deployment } from './template.js';
+import { DynamoRunStore } from '../../../lambdas/adapters/aws/dynamodb/run-store.js';
+import type { TableNames } from '../../../lambdas/adapters/aws/dynamodb/tables.js';
 import type { Run } from '../../../lambdas/core/model.js';
 import { dynamoSnapshot, type RecordSnapshot } from '../record-invariants.js';
 
@@ -191,18 +191,21 @@ export class AwsBox {
     return [...this.lambda.holding(), ...messages, 'last AWS calls:', ...calls];
   }
 
-  /** A run as the runs table holds it now (one consistent read, past IAM), or undefined. */
-  async run(runId: string): Promise<Run | undefined> {
-    const runs = [...this.dynamodb.tables.values()].find((table) => table.keys.includes('pk'))!.name;
-    const { Item } = await this.dynamodb.client.send(new GetItemCommand({ TableName: runs, Key: { pk: { S: `run#${runId}` }, sk: { S: 'run' } }, ConsistentRead: true }));
-    return Item && (unmarshall(Item) as Run);
+  /** A run as the runs table holds it now (the DynamoDB adapter's consistent read, past IAM), or undefined. */
+  run(runId: string): Promise<Run | undefined> {
+    return new DynamoRunStore({ client: this.dynamodb.client, tables: this.tables() }).getRun(runId);
   }
 
   /** The record as the tables hold it now, for `recordBreaks`. */
   async record(): Promise<RecordSnapshot> {
+    return dynamoSnapshot(this.dynamodb.client, this.tables());
+  }
+
+  /** The deployed tables' names: the runs table is keyed by `pk`, the events table by `seq`. */
+  private tables(): TableNames {
     const tables = [...this.dynamodb.tables.values()];
     const named = (key: string) => tables.find((table) => table.keys.includes(key))!.name;
-    return dynamoSnapshot(this.dynamodb.client, { runs: named('pk'), runEvents: named('seq') });
+    return { runs: named('pk'), runEvents: named('seq') };
   }
 
   async close(): Promise<void> {
