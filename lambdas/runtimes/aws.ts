@@ -7,7 +7,7 @@ import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context } from 'hono';
 import { createGateway, type Gateway } from '../core/gateway.js';
-import type { LinkDeps } from '../core/link/deps.js';
+import type { LinkDeps } from '../core/deps.js';
 import { ANONYMOUS, type Principal } from '../core/model.js';
 import type { AskTimer, Clock, IdSource, LinkedProvider, Provider, ThreadQueue, UsageMeter } from '../core/ports.js';
 import type { PrincipalResolver } from '../doors/principal.js';
