@@ -99,3 +99,33 @@ describe('the imports of lambdas/', () => {
     ]);
   });
 });
+
+/** Only the functions' entry points and the apps in bin/ read the environment: everything below them is given it. */
+const READS_ENVIRONMENT = [/\bprocess\s*(?:\.\s*env\b|\[\s*['"`]env['"`]\s*\])/, /\{[^}]*\benv\b[^}]*\}\s*=\s*(?:globalThis\.)?process\b/, /\bfrom\s*['"](?:node:)?process['"]/];
+
+describe('the environment', () => {
+  const ROOT = join(import.meta.dirname, '..');
+  const MAY_READ = [/^bin\//, /^lambdas\/handlers\//];
+
+  it('is read only in bin/ and lambdas/handlers/', () => {
+    const modules = ['lambdas', 'lib']
+      .flatMap((folder) => readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' }).map((name) => join(folder, name)))
+      .filter((name) => /\.[cm]?[tj]s$/.test(name));
+    expect(modules.length).toBeGreaterThan(100);
+    const offending = modules.filter(
+      (name) => !MAY_READ.some((allowed) => allowed.test(name)) && READS_ENVIRONMENT.some((read) => read.test(readFileSync(join(ROOT, name), 'utf8'))),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('would notice a module reading it', () => {
+    const reads = (text: string) => READS_ENVIRONMENT.some((read) => read.test(text));
+    expect(['const a = process.env.A;', "const b = process['env'];", 'const { env } = process;', "import { env } from 'node:process';"].map(reads)).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect(reads("export const ENV = { runsTable: 'FUNDUQ_RUNS_TABLE' };\nconst env: Environment = {};")).toBe(false);
+  });
+});
