@@ -1,9 +1,8 @@
 import { Ledger } from './ledger.js';
-import type { LinkDeps } from './link/deps.js';
 import type { LinkProvider, Tenant } from './model.js';
 import { agentForDispatch, Recent, RecentAgents } from './recent-agents.js';
 import { DEFAULT_LINK_SETTINGS, type CoreSettings, type LinkSettings } from './settings.js';
-import type { AskTimer, ChangeFeed, Clock, IdSource, LinkedProvider, Provider, RunStore, StreamRules, ThreadQueue, UsageMeter } from './ports.js';
+import type { AskTimer, ChangeFeed, Clock, IdSource, LinkChannels, LinkedProvider, LinkKeys, LinkRoster, LinkTimer, Provider, RunStore, StreamRules, ThreadQueue, UsageMeter } from './ports.js';
 
 /** Everything the use cases reach the world through. */
 export interface CoreDeps {
@@ -31,6 +30,19 @@ export interface CoreDeps {
    * (a Lambda serves one run at a time), never waits.
    */
   turn?: () => Promise<void> | undefined;
+}
+
+/** What the provider link reaches the world through, beside the core's own ports. */
+export interface LinkDeps {
+  roster: LinkRoster;
+  channels: LinkChannels;
+  timer: LinkTimer;
+  keys: LinkKeys;
+  /**
+   * The dispatcher holds a link run until it settles (one machine: an in-process promise, so the
+   * thread's next run waits for it), rather than returning once the run is offered (AWS).
+   */
+  holdUntilSettled: boolean;
 }
 
 /** The ports with the record's owner over them: what every use case takes. */

@@ -1,5 +1,4 @@
-import type { Interrupt, RunAgentInput } from '@ag-ui/core';
-import type { Prices, RunUsage } from './usage.js';
+import type { Interrupt, RunAgentInput, TokenUsage } from '@ag-ui/core';
 
 /** queued → running → completed | failed | cancelled, with cancelling between running and the end. */
 export type RunStatus = 'queued' | 'running' | 'cancelling' | 'completed' | 'failed' | 'cancelled';
@@ -90,6 +89,18 @@ export interface Run {
   asksReopened?: number;
   /** The thread-queue delivery its dispatch holds (SQS: the message's receipt handle), let go by a repair once the run settled. */
   receipt?: string;
+}
+
+/** What a run used, as its record keeps it from its end. */
+export interface RunUsage {
+  /** Events in the run's log, closing events included. */
+  events: number;
+  /** The log's bytes as JSON (UTF-8). */
+  bytes: number;
+  /** As the agent reported it on its terminal event, one entry per provider and model; absent when it reported none. */
+  tokens?: TokenUsage[];
+  /** From the agent's prices, when its definition has any. */
+  cost?: { amount: number; currency: string };
 }
 
 /**
@@ -237,6 +248,25 @@ export const AGENT_ID_RULE = 'must be 1 to 128 letters, digits, "_" or "-"';
 
 /** A `disabled` agent takes no new runs; runs already accepted still run (drain, then delete). */
 export type AgentStatus = 'enabled' | 'disabled';
+
+/** Prices of an agent, per run, per running second and per 1,000 tokens of a model (or of `*`, any other). */
+export interface Prices {
+  /** An ISO 4217 code: every amount of these prices is in it. */
+  currency: string;
+  perRun?: number;
+  perRunningSecond?: number;
+  /** Per 1,000 tokens, by model name; `*` for a model not named. */
+  perThousandTokens?: Record<string, TokenPrices>;
+}
+
+export interface TokenPrices {
+  input?: number;
+  output?: number;
+  /** Input tokens read from a cache (part of the input, AG-UI 1.0); without it they cost as input. */
+  cachedInput?: number;
+  /** Output tokens spent reasoning (part of the output); without it they cost as output. */
+  reasoning?: number;
+}
 
 export interface Agent {
   id: string;

@@ -2,9 +2,8 @@ import type { Message } from '@ag-ui/core';
 import type { CoreDeps } from './deps.js';
 import { refuse, ok, type Result } from './errors.js';
 import { foldThread } from './fold.js';
-import type { Ask, Principal, Run } from './model.js';
+import type { Ask, Principal, Run, RunUsage } from './model.js';
 import { openAsks } from './outcome.js';
-import type { RunUsage } from './usage.js';
 
 export interface ThreadView {
   threadId: string;

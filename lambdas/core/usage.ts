@@ -1,36 +1,5 @@
 import { aggregateTokenUsage, EventType, type TokenUsage } from '@ag-ui/core';
-import type { AgUiEventRecord, Run } from './model.js';
-
-/** Prices of an agent, per run, per running second and per 1,000 tokens of a model (or of `*`, any other). */
-export interface Prices {
-  /** An ISO 4217 code: every amount of these prices is in it. */
-  currency: string;
-  perRun?: number;
-  perRunningSecond?: number;
-  /** Per 1,000 tokens, by model name; `*` for a model not named. */
-  perThousandTokens?: Record<string, TokenPrices>;
-}
-
-export interface TokenPrices {
-  input?: number;
-  output?: number;
-  /** Input tokens read from a cache (part of the input, AG-UI 1.0); without it they cost as input. */
-  cachedInput?: number;
-  /** Output tokens spent reasoning (part of the output); without it they cost as output. */
-  reasoning?: number;
-}
-
-/** What a run used, as its record keeps it from its end. */
-export interface RunUsage {
-  /** Events in the run's log, closing events included. */
-  events: number;
-  /** The log's bytes as JSON (UTF-8). */
-  bytes: number;
-  /** As the agent reported it on its terminal event, one entry per provider and model; absent when it reported none. */
-  tokens?: TokenUsage[];
-  /** From the agent's prices, when its definition has any. */
-  cost?: { amount: number; currency: string };
-}
+import type { AgUiEventRecord, Prices, Run, RunUsage } from './model.js';
 
 export type UsageOutcome = 'success' | 'interrupt' | 'failed' | 'cancelled';
 

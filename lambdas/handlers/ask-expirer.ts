@@ -4,7 +4,7 @@ import type { Context } from 'aws-lambda';
 import { waitTimestamp, type AskWaiterInput } from '../adapters/aws/step-functions-ask-timer.js';
 import type { AskTimer } from '../core/ports.js';
 import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
-import { createWiring, type WiringOptions } from '../runtimes/aws.js';
+import { awsClients, createWiring, type WiringOptions } from '../runtimes/aws.js';
 
 /**
  * Inside the ask waiter's execution, a re-arm (the timer fired before the earliest `expiresAt`,
@@ -57,4 +57,4 @@ let expirer: ReturnType<typeof createAskExpirer> | undefined;
 
 /** The expirer calls the record only: its re-arm goes back to its own execution, and it enqueues nothing. */
 export const handler = (input: AskWaiterInput, context: Context) =>
-  (expirer ??= createAskExpirer({ env: process.env, clients: { dynamodb: new DynamoDBClient({}) } }))(input, context);
+  (expirer ??= createAskExpirer({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient }) }))(input, context);

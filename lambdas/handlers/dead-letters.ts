@@ -3,7 +3,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { parseThreadMessage } from '../adapters/aws/sqs-thread-queue.js';
-import { createWiring, sqsThreadQueue, type WiringOptions } from '../runtimes/aws.js';
+import { awsClients, createWiring, sqsThreadQueue, type WiringOptions } from '../runtimes/aws.js';
 import { eachMessage, logger, metrics } from '../runtimes/powertools.js';
 
 /**
@@ -14,7 +14,7 @@ import { eachMessage, logger, metrics } from '../runtimes/powertools.js';
  */
 export function createDeadLetters(options: Omit<WiringOptions, 'providers' | 'timer'>) {
   // The queue only lets go of a message a link run held (its settle does).
-  const { gateway } = createWiring({ ...options, queue: options.queue ?? sqsThreadQueue(options.env, options.clients) });
+  const { gateway } = createWiring(options, { queue: sqsThreadQueue });
   return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     if (context) logger.addContext(context);
     return eachMessage(event.Records, 'a dead letter could not be handled; it comes again', async (record) => {
@@ -32,4 +32,4 @@ let deadLetters: ReturnType<typeof createDeadLetters> | undefined;
 
 /** It calls the record, and the thread queue to let go of a link run's message: a failed run arms no timer and enqueues nothing. */
 export const handler = (event: SQSEvent, context: Context) =>
-  (deadLetters ??= createDeadLetters({ env: process.env, clients: { dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}) } }))(event, context);
+  (deadLetters ??= createDeadLetters({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient, sqs: SQSClient }) }))(event, context);

@@ -1,4 +1,5 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SFNClient } from '@aws-sdk/client-sfn';
@@ -7,8 +8,8 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { besideDispatchSchema, parseThreadMessage, SqsThreadQueue, type BesideDispatch } from '../adapters/aws/sqs-thread-queue.js';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { systemClock } from '../adapters/system-clock.js';
-import { createWiring, sqsThreadQueue, stepFunctionsAskTimer, type Clients, type WiringOptions } from '../runtimes/aws.js';
-import { awsLink, connectionsClient } from '../runtimes/aws-link.js';
+import { awsClients, createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
+import { awsLink } from '../runtimes/aws-link.js';
 import { eachMessage, logger, metrics, publishMetrics } from '../runtimes/powertools.js';
 import { createProviders } from '../runtimes/providers.js';
 
@@ -25,14 +26,7 @@ export const SETTLE_MARGIN_MS = 30_000;
  */
 export function createDispatcher(options: Omit<WiringOptions, 'providers'>) {
   let deadline: number | undefined;
-  const { env, clients } = options;
-  const queue = options.queue ?? sqsThreadQueue(env, clients);
-  const { gateway } = createWiring({
-    ...options,
-    queue,
-    timer: options.timer ?? stepFunctionsAskTimer(env, clients),
-    providers: createProviders,
-  });
+  const { gateway, queue } = createWiring({ ...options, providers: createProviders }, { queue: sqsThreadQueue, timer: stepFunctionsAskTimer });
   // A run's time limit is cut to the function's own end less the time to settle, so a run that
   // would outlive the function fails `provider_timeout` instead of being killed and later failed `dispatch_lost`.
   const dispatch = { deadline: () => deadline };
@@ -80,15 +74,7 @@ let dispatcher: Promise<ReturnType<typeof createDispatcher>> | undefined;
  */
 export const handler = async (event: SQSEvent | BesideDispatch, context: Context) => {
   dispatcher ??= (async () => {
-    const clients: Clients = {
-      dynamodb: new DynamoDBClient({}),
-      sqs: new SQSClient({}),
-      sfn: new SFNClient({}),
-      lambda: new LambdaClient({}),
-      secretsManager: new SecretsManagerClient({}),
-    };
-    const connections = connectionsClient(process.env);
-    if (connections) clients.connections = connections;
+    const clients = awsClients(process.env, { dynamodb: DynamoDBClient, sqs: SQSClient, sfn: SFNClient, lambda: LambdaClient, secretsManager: SecretsManagerClient, connections: ApiGatewayManagementApiClient });
     const link = await awsLink(process.env, clients, systemClock, { newId: () => crypto.randomUUID() })?.();
     return createDispatcher({ env: process.env, clients, ...(link ? { link: link.deps } : {}) });
   })().catch((error: unknown) => {

@@ -3,7 +3,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
+import { awsClients, createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
 import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
 
 /**
@@ -14,12 +14,7 @@ import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
  * retried from there, so a run's later changes wait behind it.
  */
 export function createRepair(options: Omit<WiringOptions, 'providers'>) {
-  const { env, clients } = options;
-  const { gateway } = createWiring({
-    ...options,
-    queue: options.queue ?? sqsThreadQueue(env, clients),
-    timer: options.timer ?? stepFunctionsAskTimer(env, clients),
-  });
+  const { gateway } = createWiring(options, { queue: sqsThreadQueue, timer: stepFunctionsAskTimer });
   return async (event: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
     if (context) logger.addContext(context);
     try {
@@ -57,4 +52,4 @@ let repair: ReturnType<typeof createRepair> | undefined;
 
 /** It reads and writes the record, sends to the thread queue (a queued run's message) and arms ask timers (a settle's). */
 export const handler = (event: DynamoDBStreamEvent, context: Context) =>
-  (repair ??= createRepair({ env: process.env, clients: { dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}), sfn: new SFNClient({}) } }))(event, context);
+  (repair ??= createRepair({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient, sqs: SQSClient, sfn: SFNClient }) }))(event, context);

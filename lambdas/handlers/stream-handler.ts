@@ -3,15 +3,15 @@ import { DynamoDBClient, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as StreamAttributeValue, Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { HttpPushSender, type PushSenderSettings } from '../adapters/http/push-sender.js';
+import type { PushSenderSettings } from '../adapters/http/push-sender.js';
 import { RUN_EVENTS_TABLE, RUNS_TABLE, type TableNames } from '../adapters/aws/dynamodb/tables.js';
 import { pushForChange } from '../core/a2a/push.js';
 import { systemClock } from '../adapters/system-clock.js';
 import type { Run } from '../core/model.js';
 import type { Clock, RunChange, RunStore } from '../core/ports.js';
 import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
-import { InvocationPushSender, OutOfTime, PUSH_SENDER_SETTINGS } from '../runtimes/push-delivery.js';
-import { createStore, pushKeysOf, pushSettings, tableNames, type Clients, type Environment } from '../runtimes/aws.js';
+import { InvocationPushSender, OutOfTime } from '../runtimes/push-delivery.js';
+import { awsClients, awsPushSender, createStore, tableNames, type Clients, type Environment } from '../runtimes/aws.js';
 import { traced } from '../runtimes/tracer.js';
 
 /** Attributes the runs table holds for its keys, indexes and expiry, not for the run. */
@@ -50,11 +50,10 @@ export function createStreamHandler(options: StreamHandlerOptions) {
   const store = createStore(options);
   const clock = options.clock ?? systemClock;
   const tables = tableNames(options.env);
-  const settings = { ...PUSH_SENDER_SETTINGS, ...pushSettings(options.env, options.push) };
-  const sender = new HttpPushSender(settings, options.clients.secretsManager ? pushKeysOf(options, clock) : undefined);
+  const push = awsPushSender(options, clock);
   return async (event: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
     if (context) logger.addContext(context);
-    const invocation = new InvocationPushSender(sender, settings, () => context?.getRemainingTimeInMillis() ?? Number.POSITIVE_INFINITY);
+    const invocation = new InvocationPushSender(push.sender, push.settings, () => context?.getRemainingTimeInMillis() ?? Number.POSITIVE_INFINITY);
     const batchItemFailures: DynamoDBBatchResponse['batchItemFailures'] = [];
     try {
       for (const recorded of changesIn(event.Records, tables)) {
@@ -152,4 +151,4 @@ function runOf(record: DynamoDBRecord): Run | undefined {
 let streamHandler: ReturnType<typeof createStreamHandler> | undefined;
 
 export const handler = (event: DynamoDBStreamEvent, context: Context) =>
-  (streamHandler ??= createStreamHandler({ env: process.env, clients: traced({ dynamodb: new DynamoDBClient({}), secretsManager: new SecretsManagerClient({}) }) }))(event, context);
+  (streamHandler ??= createStreamHandler({ env: process.env, clients: traced(awsClients(process.env, { dynamodb: DynamoDBClient, secretsManager: SecretsManagerClient })) }))(event, context);

@@ -3,7 +3,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
-import { createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
+import { awsClients, createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
 import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
 
 /** What the schedule hands the sweep (the rule's constant input): how old a noted request must be to be of a dead function. */
@@ -17,12 +17,7 @@ export interface SweepEvent {
  * gives back what it took (its places, the asks it closed). Safe twice, and beside the live flow.
  */
 export function createSweep(options: Omit<WiringOptions, 'providers'>) {
-  const { env, clients } = options;
-  const { gateway } = createWiring({
-    ...options,
-    queue: options.queue ?? sqsThreadQueue(env, clients),
-    timer: options.timer ?? stepFunctionsAskTimer(env, clients),
-  });
+  const { gateway } = createWiring(options, { queue: sqsThreadQueue, timer: stepFunctionsAskTimer });
   return async (event: SweepEvent, context?: Context): Promise<void> => {
     if (context) logger.addContext(context);
     try {
@@ -39,4 +34,4 @@ let sweep: ReturnType<typeof createSweep> | undefined;
 
 /** It reads and writes the record, arms ask timers again (asks opened again) and sends to the thread queue (an interjection never handed over). */
 export const handler = (event: SweepEvent, context: Context) =>
-  (sweep ??= createSweep({ env: process.env, clients: { dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}), sfn: new SFNClient({}) } }))(event, context);
+  (sweep ??= createSweep({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient, sqs: SQSClient, sfn: SFNClient }) }))(event, context);

@@ -1,3 +1,4 @@
+import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
@@ -8,6 +9,7 @@ import { createApp } from '../doors/app.js';
 import { errorResponse } from '../doors/http-errors.js';
 import { agentCatalog } from '../providers/definition.js';
 import {
+  awsClients,
   createWiring,
   principalResolver,
   readSecretFromExtension,
@@ -15,9 +17,10 @@ import {
   besideByLambda,
   stepFunctionsAskTimer,
   type Clients,
+  type Environment,
   type WiringOptions,
 } from './aws.js';
-import { awsLink, connectionsClient } from './aws-link.js';
+import { awsLink } from './aws-link.js';
 import { ENV } from './environment.js';
 import { systemClock } from '../adapters/system-clock.js';
 import { logger } from './powertools.js';
@@ -27,15 +30,12 @@ import { traced } from './tracer.js';
 /**
  * What the doors call: the record, the thread queue, the dispatcher (interjections, by an
  * asynchronous invoke), the ask waiter (stopped on an answer or a cancel) and the push signing
- * secret (its public keys are the JWKS), in the function's region.
+ * secret (its public keys are the JWKS), in the function's region; and the provider link's
+ * `@connections` (a cancel is sent on to the provider holding the run), where the stack deploys it.
  */
-export function doorsClients(): Clients {
-  const connections = connectionsClient(process.env);
-  return traced({
-    dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}), sfn: new SFNClient({}), lambda: new LambdaClient({}),
-    secretsManager: new SecretsManagerClient({}),
-    ...(connections ? { connections } : {}),
-  });
+export function doorsClients(env: Environment): Clients {
+  const classes = { dynamodb: DynamoDBClient, sqs: SQSClient, sfn: SFNClient, lambda: LambdaClient, secretsManager: SecretsManagerClient, connections: ApiGatewayManagementApiClient };
+  return traced(awsClients(env, classes));
 }
 
 /**
@@ -45,6 +45,11 @@ export function doorsClients(): Clients {
 export const SSE_MAX_DURATION_MS = 13 * 60_000 + 30_000;
 /** API Gateway drops a stream idle for 5 minutes; the design asks for a comment every 15 s at most. */
 export const SSE_HEARTBEAT_MS = 10_000;
+
+/** The doors' thread queue: interjections are dispatched beside their thread's run, by an asynchronous invoke of the dispatcher. */
+function interjectingQueue(env: Environment, clients: Clients) {
+  return sqsThreadQueue(env, clients, besideByLambda(env, clients));
+}
 
 export interface DoorsOptions extends Omit<WiringOptions, 'providers'> {
   /** Reads a secret by ARN; by default through the AWS Parameters and Secrets extension. */
@@ -66,12 +71,7 @@ export function doorsApp(options: DoorsOptions) {
   // The link's key is read with the admin token, on the first request: the wiring waits for it.
   const build = async () => {
     const linked = await link?.();
-    const { gateway, pushKeys } = createWiring({
-      ...options,
-      queue: options.queue ?? sqsThreadQueue(env, clients, besideByLambda(env, clients)),
-      timer: options.timer ?? stepFunctionsAskTimer(env, clients),
-      ...(linked ? { link: linked.deps } : {}),
-    });
+    const { gateway, pushKeys } = createWiring({ ...options, ...(linked ? { link: linked.deps } : {}) }, { queue: interjectingQueue, timer: stepFunctionsAskTimer });
     return createApp({
       gateway,
       principal: principalResolver(options.env),

@@ -7,13 +7,13 @@ import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context } from 'hono';
 import { createGateway, type Gateway } from '../core/gateway.js';
-import type { LinkDeps } from '../core/link/deps.js';
+import type { LinkDeps } from '../core/deps.js';
 import { ANONYMOUS, type Principal } from '../core/model.js';
 import type { AskTimer, Clock, IdSource, LinkedProvider, Provider, ThreadQueue, UsageMeter } from '../core/ports.js';
 import type { PrincipalResolver } from '../doors/principal.js';
 import { DynamoRunStore } from '../adapters/aws/dynamodb/run-store.js';
 import type { TableNames } from '../adapters/aws/dynamodb/tables.js';
-import { HttpPushSender, type PushSenderSettings } from '../adapters/http/push-sender.js';
+import { DEFAULT_PUSH_SENDER_SETTINGS, HttpPushSender, type PushSenderSettings } from '../adapters/http/push-sender.js';
 import type { PushKeys } from '../adapters/http/push-signing.js';
 import { PollingChangeFeed } from '../adapters/aws/polling-change-feed.js';
 import { lambdaDispatchBeside } from '../adapters/aws/lambda-dispatch-beside.js';
@@ -31,10 +31,7 @@ import { usageMetrics } from './usage-metrics.js';
 
 export type Environment = Record<string, string | undefined>;
 
-/**
- * The AWS clients of one function. Each handler makes the ones it calls and no others, so a
- * function's bundle carries no client it never uses (a cold start imports every module bundled).
- */
+/** The AWS clients of one function: its handler makes them (`awsClients`), tests give their own. */
 export interface Clients {
   dynamodb: DynamoDBClient;
   sqs?: SQSClient;
@@ -45,15 +42,33 @@ export interface Clients {
   connections?: ApiGatewayManagementApiClient;
 }
 
+/**
+ * The classes of a function's clients. A function names the ones it calls and no others: its
+ * bundle then carries no client it never uses (a cold start imports every module bundled).
+ */
+export type ClientClasses = { dynamodb: ClientClass<DynamoDBClient> } & { [K in Exclude<keyof Clients, 'dynamodb'>]?: ClientClass<NonNullable<Clients[K]>> };
+type ClientClass<T> = new (config: { endpoint?: string }) => T;
+
+/**
+ * A function's clients, in its region, from the classes it names. The `@connections` client is
+ * made only where the stack deploys the provider link (it names the WebSocket API's endpoint).
+ */
+export function awsClients(env: Environment, classes: ClientClasses): Clients {
+  const { dynamodb, connections, ...others } = classes;
+  const endpoint = env[ENV.linkConnectionsUrl];
+  return {
+    ...Object.fromEntries(Object.entries(others).map(([name, Client]) => [name, new Client({})])),
+    dynamodb: new dynamodb({}),
+    ...(connections && endpoint ? { connections: new connections({ endpoint }) } : {}),
+  };
+}
+
 export interface WiringOptions {
   env: Environment;
   clients: Clients;
-  /**
-   * The ask timer: Step Functions (`stepFunctionsAskTimer`), or the expirer's hand-back of a re-arm
-   * to its own execution. Absent, the function has none: arming is a defect there, and throws.
-   */
+  /** The ask timer made by the caller, in place of the ports' one: the expirer's hand-back of a re-arm to its own execution. */
   timer?: AskTimer;
-  /** The thread queue: SQS FIFO (`sqsThreadQueue`), or the bench's stand-in in one process. Absent, as the timer. */
+  /** The thread queue made by the caller, in place of the ports' one: the bench's stand-in in one process. */
   queue?: ThreadQueue;
   /** The record, made by the caller to count its requests (the bench's cost model). */
   store?: DynamoRunStore;
@@ -71,24 +86,36 @@ export interface WiringOptions {
 }
 
 /**
- * The gateway with its AWS adapters: the store on DynamoDB, the thread queue on SQS FIFO, the
- * ask timer on Step Functions and the change feed by polling the store. Built once per container;
- * the gateway's settings are read from the environment with the one settings schema, so a bad
- * value fails the function's start with the message `cdk synth` would have given.
+ * The ports a function takes beside the record, each made from its clients when it is wired:
+ * `sqsThreadQueue`, `stepFunctionsAskTimer`. A function names only those it calls, so its bundle
+ * leaves out the others' adapters and SDK commands. A port it is not given stays unwired: using it
+ * there is a defect, and throws.
  */
-export function createWiring(options: WiringOptions): { gateway: Gateway; pushKeys?: () => Promise<PushKeys> } {
+export interface AwsPorts {
+  queue?: (env: Environment, clients: Clients) => ThreadQueue;
+  timer?: (env: Environment, clients: Clients) => AskTimer;
+}
+
+/**
+ * The gateway with its AWS adapters: the store on DynamoDB, the ports the function takes (the
+ * thread queue on SQS FIFO, the ask timer on Step Functions) and the change feed by polling the
+ * store. Built once per container; the gateway's settings are read from the environment with the
+ * one settings schema, so a bad value fails the function's start with the message `cdk synth`
+ * would have given.
+ */
+export function createWiring(options: WiringOptions, ports: AwsPorts = {}): { gateway: Gateway; queue: ThreadQueue; pushKeys?: () => Promise<PushKeys> } {
   const { env, clients } = options;
   const settings = readSettings(GATEWAY_SETTINGS, 'env', (name) => env[name]);
   const clock: Clock = options.clock ? { ...systemClock, now: () => options.clock!.now() } : systemClock;
   const ids = options.ids ?? { newId: () => randomUUID() };
   const store = options.store ?? createStore(options);
-  // Only a function given the Secrets Manager client signs or publishes push keys (the doors, the stream handler).
-  const pushKeys = clients.secretsManager ? pushKeysOf(options, clock) : undefined;
+  const queue = options.queue ?? ports.queue?.(env, clients) ?? NO_QUEUE;
+  const push = awsPushSender(options, clock);
   const gateway = createGateway(
     {
       store,
-      queue: options.queue ?? NO_QUEUE,
-      timer: options.timer ?? NO_TIMER,
+      queue,
+      timer: options.timer ?? ports.timer?.(env, clients) ?? NO_TIMER,
       feed: new PollingChangeFeed(store, {
         onError: (error) => logger.warn('polling the record for changes failed', { error: error as Error }),
       }),
@@ -106,13 +133,27 @@ export function createWiring(options: WiringOptions): { gateway: Gateway; pushKe
       },
       meter: options.meter ?? usageMetrics(),
     },
-    { a2a: { push: new HttpPushSender(pushSettings(env, options.push), pushKeys) } },
+    { a2a: { push: push.sender } },
   );
-  return { gateway, ...(pushKeys ? { pushKeys } : {}) };
+  return { gateway, queue, ...(push.keys ? { pushKeys: push.keys } : {}) };
+}
+
+/**
+ * The push sender on AWS, with the settings it was made with (the stream handler bounds each
+ * invocation's sends by them). Only a function given the Secrets Manager client signs or
+ * publishes push keys (the stream handler, the doors).
+ */
+export function awsPushSender(
+  options: Pick<WiringOptions, 'env' | 'clients' | 'push'>,
+  clock: Pick<Clock, 'now'>,
+): { sender: HttpPushSender; settings: PushSenderSettings; keys?: () => Promise<PushKeys> } {
+  const settings = pushSettings(options.env, options.push);
+  const keys = options.clients.secretsManager ? pushKeysOf(options, clock) : undefined;
+  return { sender: new HttpPushSender(settings, keys), settings, ...(keys ? { keys } : {}) };
 }
 
 /** The keys push notifications are signed with, from the secret the stack names; none without one. */
-export function pushKeysOf(options: Pick<WiringOptions, 'env' | 'clients'>, clock: Pick<Clock, 'now'> = systemClock): (() => Promise<PushKeys>) | undefined {
+function pushKeysOf(options: Pick<WiringOptions, 'env' | 'clients'>, clock: Pick<Clock, 'now'>): (() => Promise<PushKeys>) | undefined {
   const secretArn = options.env[ENV.pushSigningSecretArn];
   if (!secretArn) return undefined;
   return secretPushKeys({ client: client(options.clients, 'secretsManager'), secretArn, clock, issuer: options.env[ENV.publicUrl] });
@@ -154,9 +195,9 @@ const NO_TIMER: AskTimer = { arm: notWired('ask timer'), disarm: notWired('ask t
  * The push sender's settings on AWS. `FUNDUQ_PUSH_TO_LOOPBACK_FOR_TESTS` (the stack sets it from
  * `-c pushToLoopbackForTests=true`) lets a test's receiver on loopback over plain http be a target.
  */
-export function pushSettings(env: Environment, over: Partial<PushSenderSettings> = {}): Partial<PushSenderSettings> {
+function pushSettings(env: Environment, over: Partial<PushSenderSettings> = {}): PushSenderSettings {
   const { pushToLoopbackForTests } = readSettings({ pushToLoopbackForTests: DEPLOY_SETTINGS.pushToLoopbackForTests }, 'env', (name) => env[name]);
-  return { ...PUSH_SENDER_SETTINGS, ...(pushToLoopbackForTests ? { allowHttp: true, allowLoopback: true } : {}), ...over };
+  return { ...DEFAULT_PUSH_SENDER_SETTINGS, ...PUSH_SENDER_SETTINGS, ...(pushToLoopbackForTests ? { allowHttp: true, allowLoopback: true } : {}), ...over };
 }
 
 /** The record's tables, as the stack named them. */

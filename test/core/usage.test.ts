@@ -1,8 +1,8 @@
 import type { RunAgentInput } from '@ag-ui/core';
 import { describe, expect, it } from 'vitest';
-import type { Agent, Principal } from '../../lambdas/core/model.js';
+import type { Agent, Prices, Principal } from '../../lambdas/core/model.js';
 import type { RunStore } from '../../lambdas/core/ports.js';
-import type { Prices, UsageRecord } from '../../lambdas/core/usage.js';
+import type { UsageRecord } from '../../lambdas/core/usage.js';
 import { text, userMessage } from '../support/a2a.js';
 import { eventually, harness, TEST_AGENT, type Harness } from '../support/core-harness.js';
 import { useStore } from '../support/stores.js';

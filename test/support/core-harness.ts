@@ -5,7 +5,7 @@ import { stockClientRules } from '../../lambdas/adapters/agui/stock-client-rules
 import { createGateway, type Gateway } from '../../lambdas/core/gateway.js';
 import { ANONYMOUS, type Agent, type StoredEvent, type ThreadRef } from '../../lambdas/core/model.js';
 import type { AskTimer, LinkedProvider, Provider, ProviderContext, RunStore } from '../../lambdas/core/ports.js';
-import type { LinkDeps } from '../../lambdas/core/link/deps.js';
+import type { LinkDeps } from '../../lambdas/core/deps.js';
 import type { CoreSettings } from '../../lambdas/core/settings.js';
 
 /** A clock the test moves by hand, so expiry and time limits are tested without sleeping. */

@@ -1,20 +1,9 @@
-import type { Core } from '../deps.js';
+import type { Core, LinkDeps } from '../deps.js';
 import { isTerminal, type LinkProvider, type Run } from '../model.js';
-import type { LinkChannels, LinkKeys, LinkRoster, LinkTimer } from '../ports.js';
 import type { ToProvider } from './frames.js';
 
-/** What the provider link reaches the world through, beside the core's own ports. */
-export interface LinkDeps {
-  roster: LinkRoster;
-  channels: LinkChannels;
-  timer: LinkTimer;
-  keys: LinkKeys;
-  /**
-   * The dispatcher holds a link run until it settles (one machine: an in-process promise, so the
-   * thread's next run waits for it), rather than returning once the run is offered (AWS).
-   */
-  holdUntilSettled: boolean;
-}
+// The link's runtimes name its ports from here, beside the link's use cases.
+export type { LinkDeps } from '../deps.js';
 
 /** The core of a gateway that takes links: what every link use case takes. */
 export type LinkCore = Core & { link: LinkDeps };

@@ -1,0 +1,27 @@
+import type { Task } from '@a2a-js/sdk';
+import { cancelRun } from '../cancel-run.js';
+import type { Core } from '../deps.js';
+import { ok, refuse, type Result } from '../errors.js';
+import { findTask, type Caller } from './deps.js';
+import { lineageOf, readTask } from './lineage.js';
+import { TaskStates } from './vocabulary.js';
+
+/** Cancels a task: its latest run, the one that may still be running. */
+export async function cancelTask(core: Core, caller: Caller, taskId: string): Promise<Result<Task>> {
+  const { store } = core;
+  const found = await findTask(core, caller, taskId);
+  if (!found.ok) return found;
+  const root = found.value;
+  const tail = (await lineageOf(store, root)).at(-1) ?? root;
+  const cancelled = await cancelRun(core, tail.runId, caller.principal);
+  if (!cancelled.ok) {
+    if (cancelled.code !== 'task_not_cancelable') return cancelled;
+    const task = await readTask(store, root, { historyLength: 0, includeArtifacts: false });
+    return refuse('task_not_cancelable', `task "${taskId}" has ended (${stateName(task)}): it can no longer be cancelled`);
+  }
+  return ok(await readTask(store, root));
+}
+
+function stateName(task: Task): string {
+  return Object.entries(TaskStates).find(([, state]) => state === task.status?.state)?.[0] ?? 'settled';
+}
