@@ -1,9 +1,9 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { linkTimerMessageSchema } from '../adapters/aws/sqs-link-timer.js';
+import { linkTimerMessageSchema } from '../adapters/aws/link/sqs-timer.js';
 import { systemClock } from '../adapters/system-clock.js';
 import { createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
-import { awsLink, linkFunctionClients } from '../runtimes/aws-link.js';
+import { awsLink, linkFunctionClients } from '../runtimes/link/aws.js';
 import { eachMessage, logger, metrics } from '../runtimes/powertools.js';
 
 /**

@@ -17,7 +17,7 @@ import {
   type Clients,
   type WiringOptions,
 } from './aws.js';
-import { awsLink, connectionsClient } from './aws-link.js';
+import { awsLink, connectionsClient } from './link/aws.js';
 import { ENV } from './environment.js';
 import { systemClock } from '../adapters/system-clock.js';
 import { logger } from './powertools.js';

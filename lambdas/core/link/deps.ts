@@ -1,7 +1,7 @@
 import type { Core } from '../deps.js';
 import { isTerminal, type LinkProvider, type Run } from '../model.js';
 import type { LinkChannels, LinkKeys, LinkRoster, LinkTimer } from '../ports.js';
-import type { ToProvider } from './frames.js';
+import type { ToProviderFrame } from '../../../packages/provider/src/wire.js';
 
 /** What the provider link reaches the world through, beside the core's own ports. */
 export interface LinkDeps {
@@ -34,7 +34,7 @@ export async function providerOf(core: LinkCore, providerId: string): Promise<Li
 }
 
 /** Sends a frame; a link that is gone is found out by its close (its runs then wait for it to come back). */
-export async function tell(core: LinkCore, connectionId: string | undefined, frame: ToProvider): Promise<void> {
+export async function tell(core: LinkCore, connectionId: string | undefined, frame: ToProviderFrame): Promise<void> {
   if (connectionId !== undefined) await core.link.channels.send(connectionId, frame);
 }
 
