@@ -13,25 +13,13 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'node_modules', '.cache', 'funduq');
 
 /** What a bundle is made from: a file here newer than the bundle builds it again. */
-const SOURCES = ['bin', 'lambdas', 'bench/processes', 'bench/support', 'package.json', 'package-lock.json'];
+const SOURCES = ['bin', 'lambdas', 'packages/provider/src', 'bench/processes', 'bench/support', 'package.json', 'package-lock.json'];
 
 /**
  * Worker threads started from a file beside their module (`new URL('./x.cjs', import.meta.url)`):
  * copied beside the bundle, where that URL points once the module is in it.
  */
 const BESIDE = ['lambdas/adapters/local/dynalite-thread.cjs', 'lambdas/adapters/local/sqlite-checkpoint-thread.cjs'];
-
-/** This package's own exports (`funduq/provider`) are its sources, bundled like the rest, not a package to import. */
-const ownExports = {
-  name: 'own-exports',
-  setup(build) {
-    build.onResolve({ filter: /^funduq(\/|$)/ }, async (args) => {
-      const { exports } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8'));
-      const target = exports[`.${args.path.slice('funduq'.length)}`];
-      return target ? { path: join(ROOT, target) } : { errors: [{ text: `package.json exports no ${args.path}` }] };
-    });
-  },
-};
 
 async function newest(path) {
   const info = await stat(path).catch(() => undefined);
@@ -69,7 +57,6 @@ export async function bundled(entry) {
     target: 'node20',
     sourcemap: 'linked',
     logLevel: 'warning',
-    plugins: [ownExports],
   });
   const files = [...outputFiles.map((file) => ({ path: file.path, contents: file.contents })), ...(await Promise.all(BESIDE.map(async (file) => ({ path: join(OUT, basename(file)), contents: await readFile(join(ROOT, file)) }))))];
   // Written aside and renamed, the entry last: processes starting at once may each build, and none

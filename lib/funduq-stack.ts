@@ -210,7 +210,7 @@ export class FunduqStack extends Stack {
       value: this.pushSigning.seed.secretName,
     });
     new CfnOutput(this, 'LinkUrl', {
-      description: "Providers of link agents dial out here (funduq/provider connect); they pin funduq's public key from GET <AdminUrl>link",
+      description: "Providers of link agents dial out here (@funduq/provider connect); they pin funduq's public key from GET <AdminUrl>link",
       value: this.link.stage.url,
     });
     new CfnOutput(this, 'LinkKeySecret', {

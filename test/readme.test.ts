@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { describe, expect, it } from 'vitest';
 import { parseApiKeys } from '../lambdas/doors/api-keys.js';
-import { ProviderRegistrationSchema } from '../lambdas/doors/admin-providers.js';
+import { ProviderRegistrationSchema } from '../lambdas/doors/link/admin-providers.js';
 import { readAgentsFile } from '../lambdas/runtimes/agents-file.js';
 import { AgentDefinitionSchema } from '../lambdas/runtimes/providers.js';
 import { DEPLOY_SETTINGS, GATEWAY_SETTINGS, LOCAL_SETTINGS } from '../lambdas/runtimes/settings.js';
@@ -167,8 +167,11 @@ describe('the README', () => {
     // Reported under another code: a store held by another process is the data dir in use.
     const reportedAs: Record<string, string> = { store_locked: 'data_dir_in_use' };
     const codes = new Set<string>();
-    for (const file of readdirSync('lambdas', { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.ts'))) {
-      for (const match of readFileSync(join('lambdas', file), 'utf8').matchAll(made)) codes.add(match[1] ?? match[2] ?? match[3]);
+    // The gateway's, and the provider SDK's (what a provider meets).
+    for (const folder of ['lambdas', 'packages/provider/src']) {
+      for (const file of readdirSync(folder, { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.ts'))) {
+        for (const match of readFileSync(join(folder, file), 'utf8').matchAll(made)) codes.add(match[1] ?? match[2] ?? match[3]);
+      }
     }
     expect(codes.size).toBeGreaterThan(30);
     const named = (code: string) => new RegExp(`(?<![\\w-])${code}(?![\\w-])`).test(readme);

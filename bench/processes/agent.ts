@@ -22,7 +22,7 @@ import { Extensions, TaskState, type AgentCard } from '@a2a-js/sdk';
 import { AbstractAgent } from '@ag-ui/client';
 import type { BaseEvent, RunAgentInput } from '@ag-ui/core';
 import { Observable } from 'rxjs';
-import { connect, type ProviderLink } from 'funduq/provider';
+import { connect, type ProviderLink } from '../../packages/provider/src/index.js';
 import { serveParent } from '../support/child.js';
 import { script, type Script } from '../support/script.js';
 
@@ -207,7 +207,7 @@ function cannedA2A(base: () => string) {
 }
 
 /**
- * The same script as an agent in this process, served over a provider link (`funduq/provider`):
+ * The same script as an agent in this process, served over a provider link (`@funduq/provider`):
  * no URL, no port; its events stamped as the SSE endpoint stamps them.
  */
 class LinkedScript extends AbstractAgent {

@@ -10,7 +10,7 @@ const NAME = 'paced relay';
 /**
  * 500 events, one every 10 ms, read with the stock @ag-ui/client straight from the agent and
  * through funduq (local gateway, durable store), the agent reached at its URL (agui-http) and
- * the same agent over a provider link (its process dialled out; `funduq/provider`). Latency of an event = its arrival at the
+ * the same agent over a provider link (its process dialled out; `@funduq/provider`). Latency of an event = its arrival at the
  * client − the agent's send time; funduq's added latency is the difference of the two
  * distributions' percentiles in the same repetition (the clock offset between the agent's
  * process and the harness's cancels out).

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Agent } from '../../lambdas/core/model.js';
 import type { LocalStoreKind } from '../../lambdas/runtimes/local.js';
 import type { GatewayMode } from '../processes/gateway.js';
-import { generateKeyPair } from 'funduq/provider';
+import { generateKeyPair } from '../../packages/provider/src/index.js';
 import { startChild, type Child } from './child.js';
 import { scriptQuery, type Script } from './script.js';
 import type { Spread } from './stats.js';

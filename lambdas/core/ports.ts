@@ -1,6 +1,6 @@
 import type { RunAgentInput } from '@ag-ui/core';
 import type { Agent, AgUiEventRecord, Arrival, AskState, Budget, LinkProvider, MessageClaim, PushConfig, Run, RunLink, RunStatus, Spend, StoredEvent, Tenant, Thread, ThreadRef } from './model.js';
-import type { ToProvider } from './link/frames.js';
+import type { LinkProof, ToProviderFrame } from '../../packages/provider/src/wire.js';
 import type { UsageRecord } from './usage.js';
 
 /**
@@ -315,7 +315,7 @@ export interface LinkConnection {
 /** Frames to providers over their links. */
 export interface LinkChannels {
   /** False when the link is gone. */
-  send(connectionId: string, frame: ToProvider): Promise<boolean>;
+  send(connectionId: string, frame: ToProviderFrame): Promise<boolean>;
   /** Closes a link, saying why. */
   close(connectionId: string, reason: string): Promise<void>;
 }
@@ -364,12 +364,17 @@ export interface LinkTimer {
   schedule(job: LinkJob, afterMs: number): Promise<void>;
 }
 
-/** Ed25519: funduq's own key, and checks of providers' signatures. Keys and signatures are base64url. */
+/**
+ * Ed25519: funduq's own key, and checks of providers' signatures, over the texts the wire says each
+ * side signs. Keys and signatures are base64url.
+ */
 export interface LinkKeys {
   /** funduq's public key (its 32 raw bytes), which providers pin. */
   publicKey: string;
-  sign(text: string): string;
-  verify(publicKey: string, text: string, signature: string): boolean;
+  /** Whether the proof's signature is by `publicKey` (the provider's registered key). */
+  verifyProof(proof: LinkProof, publicKey: string): boolean;
+  /** funduq's signature for its welcome on a link: over the provider's nonce and the link's id. */
+  signWelcome(providerId: string, nonce: string, connectionId: string): string;
   /** A provider's key as an admin gave it (base64url of the raw key, or PEM) in the record's form; undefined when it is no Ed25519 public key. */
   normalize(given: string): string | undefined;
 }

@@ -6,7 +6,7 @@ import type { AgentCatalog } from './agent-definition.js';
 import { errorResponse } from './http-errors.js';
 import { describeIssue, readJson } from './input.js';
 import { adminUsageRoutes } from './usage.js';
-import { adminProviderRoutes } from './admin-providers.js';
+import { adminProviderRoutes } from './link/admin-providers.js';
 
 export interface AdminOptions {
   /**

@@ -9,7 +9,7 @@ import { besideDispatchSchema, parseThreadMessage, SqsThreadQueue, type BesideDi
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { systemClock } from '../adapters/system-clock.js';
 import { awsClients, createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
-import { awsLink } from '../runtimes/aws-link.js';
+import { awsLink } from '../runtimes/link/aws.js';
 import { eachMessage, logger, metrics, publishMetrics } from '../runtimes/powertools.js';
 import { createProviders } from '../runtimes/providers.js';
 

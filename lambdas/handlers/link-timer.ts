@@ -1,9 +1,9 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { linkTimerMessageSchema } from '../adapters/aws/sqs-link-timer.js';
+import { linkTimerMessageSchema } from '../adapters/aws/link/sqs-timer.js';
 import { systemClock } from '../adapters/system-clock.js';
 import { createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
-import { awsLink, linkFunctionClients } from '../runtimes/aws-link.js';
+import { awsLink, linkFunctionClients } from '../runtimes/link/aws.js';
 import { eachMessage, logger, metrics } from '../runtimes/powertools.js';
 
 /**
@@ -19,12 +19,7 @@ export function createLinkTimer(options: Omit<WiringOptions, 'providers' | 'link
   let ready: ReturnType<typeof setUp> | undefined;
   const setUp = async () => {
     const taken = await link();
-    const { gateway } = createWiring({
-      ...options,
-      queue: options.queue ?? sqsThreadQueue(env, clients),
-      timer: options.timer ?? stepFunctionsAskTimer(env, clients),
-      link: taken.deps,
-    });
+    const { gateway } = createWiring({ ...options, link: taken.deps }, { queue: sqsThreadQueue, timer: stepFunctionsAskTimer });
     return { gateway, timer: taken.timer };
   };
   return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {

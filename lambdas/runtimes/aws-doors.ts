@@ -20,7 +20,7 @@ import {
   type Environment,
   type WiringOptions,
 } from './aws.js';
-import { awsLink } from './aws-link.js';
+import { awsLink } from './link/aws.js';
 import { ENV } from './environment.js';
 import { systemClock } from '../adapters/system-clock.js';
 import { logger } from './powertools.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DynamoLinkRoster } from '../../lambdas/adapters/aws/dynamodb/link-roster.js';
-import { InProcessLinkRoster } from '../../lambdas/adapters/local/link-roster.js';
+import { DynamoLinkRoster } from '../../lambdas/adapters/aws/link/roster.js';
+import { InProcessLinkRoster } from '../../lambdas/adapters/local/link/roster.js';
 import type { LinkRoster } from '../../lambdas/core/ports.js';
 import { useDynalite } from '../support/dynalite.js';
 

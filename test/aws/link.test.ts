@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { connect, generateKeyPair, type ProviderLink } from 'funduq/provider';
+import { connect, generateKeyPair, type ProviderLink } from '../../packages/provider/src/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useAwsBox, type AwsBox } from '../support/aws-box/box.js';
 import { runInput } from '../support/aws-box/run-input.js';
@@ -9,7 +9,7 @@ import { assistantText, readSse, userMessage } from '../support/gateway.js';
 import { echoAgent, lastUserText, reply, ScriptAgent } from '../support/link.js';
 
 /**
- * A provider that dials out, on the deployed shape: the provider SDK (`funduq/provider`, its agents
+ * A provider that dials out, on the deployed shape: the provider SDK (`@funduq/provider`, its agents
  * in this process, no port) links to the box's API Gateway WebSocket API, the bundled link
  * functions take its frames, and the dispatcher offers each run and returns. One box for the file
  * (about 35 s of the suite on 2 cores, most of it the functions' cold starts).

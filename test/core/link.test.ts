@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { linkKeysFromSecret } from '../../lambdas/adapters/crypto/link-keys.js';
-import { InProcessLinkRoster } from '../../lambdas/adapters/local/link-roster.js';
-import { InProcessLinkTimer } from '../../lambdas/adapters/local/link-timer.js';
-import { proofText, type FromProvider, type ToProvider } from '../../lambdas/core/link/frames.js';
+import { InProcessLinkRoster } from '../../lambdas/adapters/local/link/roster.js';
+import { InProcessLinkTimer } from '../../lambdas/adapters/local/link/timer.js';
+import { proofText, type FromProviderFrame, type ToProviderFrame } from '../../packages/provider/src/wire.js';
 import { ANONYMOUS } from '../../lambdas/core/model.js';
 import type { LinkChannels, LinkJob } from '../../lambdas/core/ports.js';
-import { generateKeyPair, privateKeyOf, signText } from '../../lambdas/link/ed25519.js';
+import { generateKeyPair, privateKeyOf, signText } from '../../packages/provider/src/ed25519.js';
 import { eventually, harness, type Harness } from '../support/core-harness.js';
 import { useDynalite } from '../support/dynalite.js';
 
@@ -22,13 +22,13 @@ class RecordedTimer extends InProcessLinkTimer {
 
 /** The link's frames to providers, kept per link, as a test double of the transport. */
 class RecordedChannels implements LinkChannels {
-  readonly sent = new Map<string, ToProvider[]>();
-  async send(connectionId: string, frame: ToProvider): Promise<boolean> {
+  readonly sent = new Map<string, ToProviderFrame[]>();
+  async send(connectionId: string, frame: ToProviderFrame): Promise<boolean> {
     this.sent.set(connectionId, [...(this.sent.get(connectionId) ?? []), frame]);
     return true;
   }
   async close(): Promise<void> {}
-  of(connectionId: string, type: ToProvider['type']): ToProvider[] {
+  of(connectionId: string, type: ToProviderFrame['type']): ToProviderFrame[] {
     return (this.sent.get(connectionId) ?? []).filter((frame) => frame.type === type);
   }
 }
@@ -38,7 +38,7 @@ interface Linked {
   channels: RecordedChannels;
   timer: RecordedTimer;
   /** Links the provider `p1` (serving `linked`) as connection `c1`, and returns a way to send its frames. */
-  open(connectionId?: string): Promise<(frame: FromProvider) => Promise<void>>;
+  open(connectionId?: string): Promise<(frame: FromProviderFrame) => Promise<void>>;
 }
 
 /** `handOff`: as on AWS, the dispatcher hands a link run off and returns, and each dispatch comes in a message it names. */
@@ -64,7 +64,7 @@ async function linkedHarness(agent: { timeoutSeconds?: number; idleTimeoutSecond
     const proof = { v: 1 as const, providerId: 'p1', nonce: `nonce-of-the-test-${++nonces}`, time: h.clock.now(), gatewayKey: h.gateway.link.publicKey!, signature: '' };
     proof.signature = signText(privateKeyOf(provider.privateKey), proofText(proof));
     expect(await h.gateway.link.admit(proof, connectionId)).toMatchObject({ ok: true });
-    const send = (frame: FromProvider) => h.gateway.link.frame(connectionId, frame);
+    const send = (frame: FromProviderFrame) => h.gateway.link.frame(connectionId, frame);
     await send({ v: 1, type: 'register', agents: [{ name: 'linked', description: 'over a link' }] });
     return send;
   };
@@ -82,7 +82,7 @@ async function offered(l: Linked, text = 'hello') {
   const offer = await eventually(() => {
     const frame = l.channels.of('c1', 'run').find((f) => f.type === 'run' && f.runId === runId);
     expect(frame).toBeDefined();
-    return frame as Extract<ToProvider, { type: 'run' }>;
+    return frame as Extract<ToProviderFrame, { type: 'run' }>;
   });
   return { runId, offer };
 }

@@ -2,8 +2,8 @@ import { createHash, createPublicKey } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../lambdas/core/model.js';
-import { privateKeyOf, rawPublicKey, signText } from '../../lambdas/link/ed25519.js';
-import { LINK_PATH, LINK_PROOF_HEADER, proofText } from '../../lambdas/link/wire.js';
+import { privateKeyOf, rawPublicKey, signText } from '../../packages/provider/src/ed25519.js';
+import { LINK_PATH, LINK_PROOF_HEADER, proofText } from '../../packages/provider/src/wire.js';
 import { freshId, FUZZ_SCALE, FUZZ_SEED, FuzzedGateway, REFUSED_PUSH_TARGETS, type Case } from '../support/fuzz.js';
 import { readSse } from '../support/gateway.js';
 

@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +9,6 @@ import { ClientFactory } from '@a2a-js/sdk/client';
 import { asTask, artifactTexts, send, userMessage as a2aMessage } from '../support/a2a.js';
 import { aguiAgent, assistantText, readFirstSse, readSse, userMessage } from '../support/gateway.js';
 import { readmeBlocks } from '../support/readme.js';
-import { startHeldAgent } from '../support/held-agent.js';
 import { spawnGateway, startChildGateway } from '../support/child-gateway.js';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -194,50 +193,4 @@ describe('npm start', () => {
       await new Promise((resolve) => gateway.child.once('exit', resolve));
     }
   }, 60_000);
-
-  it("puts an agent behind it without opening a port, as the README's steps say: a key pair, the registration, the SDK snippet", async () => {
-    const gateway = await start();
-    const agent = await startHeldAgent();
-    agent.release();
-    const blocks = readmeBlocks().filter((block) => block.section === 'Put an agent behind funduq without opening a port');
-    const dir = mkdtempSync(join(ROOT, '.readme-provider-'));
-    let provider: ChildProcess | undefined;
-    try {
-      const funduqKey = /funduq's public key (\S+)\)/.exec(gateway.output())?.[1];
-      expect(funduqKey).toBe(((await (await fetch(`${gateway.url}/admin/link`)).json()) as { publicKey: string }).publicKey);
-      // Step 1, as written: a key pair.
-      const [keygen, register] = blocks.filter((block) => block.lang === 'sh');
-      const printed = execFileSync('sh', ['-c', keygen.text], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
-      const [privateKey, publicKey] = [/privateKey: '([^']+)'/, /publicKey: '([^']+)'/].map((pattern) => pattern.exec(printed)?.[1]);
-      // Step 2, as written, with that key and this gateway's URL.
-      // curl's progress meter goes to stderr: held here, not left on the runner's output.
-      const registered = execFileSync('sh', ['-c', register.text.replace('<the publicKey printed above>', publicKey!).replaceAll('http://127.0.0.1:8787', gateway.url)], {
-        cwd: ROOT,
-        encoding: 'utf8',
-        timeout: 30_000,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, FUNDUQ_ADMIN_TOKEN: '' },
-      });
-      expect(JSON.parse(registered)).toMatchObject({ publicKey });
-      // Step 3, as written, in a file of the checkout, its agent this test's stock AG-UI agent.
-      const snippet = blocks.find((block) => block.lang === 'ts')!;
-      const file = join(dir, 'provider.ts');
-      writeFileSync(file, snippet.text.replace('ws://127.0.0.1:8787', gateway.url.replace('http', 'ws')).replace('http://127.0.0.1:8000/agent', agent.url));
-      provider = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, PROVIDER_KEY: privateKey, FUNDUQ_KEY: funduqKey }, stdio: ['ignore', 'pipe', 'pipe'] });
-      let said = '';
-      let complained = '';
-      provider.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()));
-      provider.stderr!.on('data', (chunk: Buffer) => (complained += chunk.toString()));
-      await eventually(() => expect(said.trim(), complained).toBe(/\/\/ (.+)$/.exec(snippet.text.trim().split('\n').at(-1)!)?.[1]), 30_000);
-      const caller = aguiAgent(gateway, 'e2e-link', 'research');
-      caller.messages = [userMessage('from a caller')];
-      expect(assistantText((await caller.runAgent()).newMessages)).toEqual([`done: ${agent.received[0].runId}`]);
-    } finally {
-      provider?.kill('SIGTERM');
-      await agent.close();
-      rmSync(dir, { recursive: true, force: true });
-      gateway.child.kill('SIGTERM');
-      await new Promise((resolve) => gateway.child.once('exit', resolve));
-    }
-  }, 90_000);
 });

@@ -9,7 +9,7 @@ import { eventually, Gate } from '../support/core-harness.js';
 import { aguiAgent, assistantText, startTestGateway, userMessage } from '../support/gateway.js';
 import { echoAgent, lastUserText, linkProvider, rawProvider, registerProvider, reply, ScriptAgent, type TestProvider } from '../support/link.js';
 import { tcpSocketsOf } from '../support/sockets.js';
-import { generateKeyPair } from 'funduq/provider';
+import { generateKeyPair } from '../../packages/provider/src/index.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 

@@ -14,6 +14,8 @@ export interface HeldAgent {
   url: string;
   /** The inputs in the order the agent received them. */
   received: RunAgentInput[];
+  /** The request headers of each, in the same order. */
+  headers: Record<string, string>[];
   /** Run ids whose request was closed before the agent finished (the gateway asked it to stop). */
   closed: Set<string>;
   /** Lets every run that waits, and every later one, finish. */
@@ -23,6 +25,7 @@ export interface HeldAgent {
 
 export async function startHeldAgent(): Promise<HeldAgent> {
   const received: RunAgentInput[] = [];
+  const headers: Record<string, string>[] = [];
   const closed = new Set<string>();
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
@@ -30,6 +33,7 @@ export async function startHeldAgent(): Promise<HeldAgent> {
   app.post('*', async (c) => {
     const input = (await c.req.json()) as RunAgentInput;
     received.push(input);
+    headers.push(c.req.header());
     return streamSSE(c, async (stream) => {
       const send = (event: Record<string, unknown>) => stream.writeSSE({ data: JSON.stringify(event) });
       await send({ type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId });
@@ -52,6 +56,7 @@ export async function startHeldAgent(): Promise<HeldAgent> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/agent`,
     received,
+    headers,
     closed,
     release,
     close: () =>

@@ -2,7 +2,7 @@
  * A provider as its own process: the echo agent in-process, linked to the gateway named in its
  * environment, and nothing else (it opens no port). Prints "linked" once funduq took its agents.
  */
-import { connect } from 'funduq/provider';
+import { connect } from '../../packages/provider/src/index.js';
 import { echoAgent } from './link.js';
 
 const env = (name: string) => {

@@ -16,8 +16,8 @@ import {
   type FromProviderFrame,
   type ProviderLink,
   type ToProviderFrame,
-} from 'funduq/provider';
-import { privateKeyOf, signText } from '../../lambdas/link/ed25519.js';
+} from '../../packages/provider/src/index.js';
+import { privateKeyOf, signText } from '../../packages/provider/src/ed25519.js';
 import type { LocalGateway } from '../../lambdas/runtimes/local.js';
 
 type Script = (input: RunAgentInput, signal: AbortSignal) => AsyncIterable<Record<string, unknown>>;
@@ -91,7 +91,7 @@ export interface TestProvider {
   link: ProviderLink;
 }
 
-/** Registers a provider with the gateway's admin route, then links it (`funduq/provider`'s `connect`). */
+/** Registers a provider with the gateway's admin route, then links it (`@funduq/provider`'s `connect`). */
 export async function linkProvider(
   gateway: LocalGateway,
   /** `places`: the registration's maxConcurrentRuns (funduq's count); `maxConcurrentRuns`: the SDK's own. */

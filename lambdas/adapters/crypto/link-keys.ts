@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { LinkKeys } from '../../core/ports.js';
-import { normalizePublicKey, privateKeyOf, rawPublicKey, signText, verifyText } from '../../link/ed25519.js';
+import { normalizePublicKey, privateKeyOf, rawPublicKey, signText, verifyText } from '../../../packages/provider/src/ed25519.js';
+import { proofText, welcomeText } from '../../../packages/provider/src/wire.js';
 
 /**
  * funduq's link key, derived from a secret string (SHA-256 of it is the Ed25519 seed): every
@@ -11,8 +12,8 @@ export function linkKeysFromSecret(secret: string): LinkKeys {
   const privateKey = privateKeyOf(createHash('sha256').update(secret, 'utf8').digest());
   return {
     publicKey: rawPublicKey(privateKey),
-    sign: (text) => signText(privateKey, text),
-    verify: verifyText,
+    verifyProof: (proof, publicKey) => verifyText(publicKey, proofText(proof), proof.signature),
+    signWelcome: (providerId, nonce, connectionId) => signText(privateKey, welcomeText(providerId, nonce, connectionId)),
     normalize: normalizePublicKey,
   };
 }

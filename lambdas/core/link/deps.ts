@@ -1,9 +1,6 @@
 import type { Core, LinkDeps } from '../deps.js';
 import { isTerminal, type LinkProvider, type Run } from '../model.js';
-import type { ToProvider } from './frames.js';
-
-// The link's runtimes name its ports from here, beside the link's use cases.
-export type { LinkDeps } from '../deps.js';
+import type { ToProviderFrame } from '../../../packages/provider/src/wire.js';
 
 /** The core of a gateway that takes links: what every link use case takes. */
 export type LinkCore = Core & { link: LinkDeps };
@@ -23,7 +20,7 @@ export async function providerOf(core: LinkCore, providerId: string): Promise<Li
 }
 
 /** Sends a frame; a link that is gone is found out by its close (its runs then wait for it to come back). */
-export async function tell(core: LinkCore, connectionId: string | undefined, frame: ToProvider): Promise<void> {
+export async function tell(core: LinkCore, connectionId: string | undefined, frame: ToProviderFrame): Promise<void> {
   if (connectionId !== undefined) await core.link.channels.send(connectionId, frame);
 }
 

@@ -1,7 +1,7 @@
 import type { Core } from '../deps.js';
 import type { LinkJob } from '../ports.js';
 import type { LinkCore } from './deps.js';
-import type { FromProvider, LinkProof } from './frames.js';
+import type { FromProviderFrame, LinkProof } from '../../../packages/provider/src/wire.js';
 import { fireLinkJob } from './jobs.js';
 import { admitLink, linkClosed, registerAgents, resumeRuns } from './links.js';
 import { cancelReceipted, recordLinkEvents } from './log.js';
@@ -22,7 +22,7 @@ export function createLink(core: Core) {
     publicKey: core.link?.keys.publicKey,
     admit: (proof: LinkProof, connectionId: string) => admitLink(linked(), proof, connectionId),
     /** A frame a provider sent on an open link (the door parsed it). */
-    async frame(connectionId: string, frame: FromProvider): Promise<void> {
+    async frame(connectionId: string, frame: FromProviderFrame): Promise<void> {
       const link = linked();
       const connection = await link.link.roster.get(connectionId);
       if (!connection) return;

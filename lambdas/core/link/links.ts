@@ -2,7 +2,7 @@ import { ok } from '../errors.js';
 import { AGENT_ID, type Agent, type Run } from '../model.js';
 import type { LinkConnection } from '../ports.js';
 import { live, nextLink, tell, type LinkCore } from './deps.js';
-import { proofText, welcomeText, type LinkedAgentCard, type LinkProof, type ToProvider } from './frames.js';
+import type { LinkedAgentCard, LinkProof, ToProviderFrame } from '../../../packages/provider/src/wire.js';
 import { storedPrefix } from './log.js';
 import { failLinkRun, offer, offerWaiting, withdraw } from './offers.js';
 
@@ -28,7 +28,7 @@ const refused = (code: LinkRefusalCode, message: string): LinkRefusal => ({ ok: 
  * other function accepts it either), and carry a signature by the provider's registered key. The
  * link is then the credential; funduq's welcome proves funduq back, over the provider's nonce.
  */
-export async function admitLink(core: LinkCore, proof: LinkProof, connectionId: string): Promise<{ ok: true; value: { connection: LinkConnection; welcome: ToProvider } } | LinkRefusal> {
+export async function admitLink(core: LinkCore, proof: LinkProof, connectionId: string): Promise<{ ok: true; value: { connection: LinkConnection; welcome: ToProviderFrame } } | LinkRefusal> {
   const { keys } = core.link;
   const provider = await core.store.getProvider(proof.providerId);
   if (!provider) return refused('link_unknown_provider', `no provider "${proof.providerId}" is registered: an admin registers it with PUT /admin/providers/${proof.providerId}`);
@@ -40,7 +40,7 @@ export async function admitLink(core: LinkCore, proof: LinkProof, connectionId: 
   if (Math.abs(now - proof.time) > window) {
     return refused('link_stale_proof', `the proof was made ${Math.round(Math.abs(now - proof.time) / 1000)} s away from this gateway's clock (at most ${window / 1000} s): check the provider's clock`);
   }
-  if (!keys.verify(provider.publicKey, proofText(proof), proof.signature)) {
+  if (!keys.verifyProof(proof, provider.publicKey)) {
     return refused('link_bad_proof', `the proof's signature does not verify with the key registered for provider "${proof.providerId}": sign with its private key`);
   }
   const nowSeconds = Math.floor(now / 1000);
@@ -56,11 +56,11 @@ export async function admitLink(core: LinkCore, proof: LinkProof, connectionId: 
     await departed(core, replaced);
     await core.link.channels.close(replaced.connectionId, 'replaced by a newer link of this provider');
   }
-  const welcome: ToProvider = {
+  const welcome: ToProviderFrame = {
     v: 1,
     type: 'welcome',
     connectionId,
-    signature: keys.sign(welcomeText(proof.providerId, proof.nonce, connectionId)),
+    signature: keys.signWelcome(proof.providerId, proof.nonce, connectionId),
     heartbeatSeconds: core.linkSettings.heartbeatMs / 1000,
   };
   return ok({ connection, welcome });

@@ -2,8 +2,8 @@ import { ApiGatewayManagementApiClient, DeleteConnectionCommand, GoneException, 
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiGatewayLinkTransport } from '../../../lambdas/adapters/aws/api-gateway-link-transport.js';
-import { linkTimerMessageSchema, SqsLinkTimer } from '../../../lambdas/adapters/aws/sqs-link-timer.js';
+import { ApiGatewayLinkTransport } from '../../../lambdas/adapters/aws/link/api-gateway-transport.js';
+import { linkTimerMessageSchema, SqsLinkTimer } from '../../../lambdas/adapters/aws/link/sqs-timer.js';
 
 const connections = mockClient(ApiGatewayManagementApiClient);
 const sqs = mockClient(SQSClient);

@@ -1,4 +1,4 @@
-import type { LinkConnection, LinkRoster } from '../../core/ports.js';
+import type { LinkConnection, LinkRoster } from '../../../core/ports.js';
 
 /** The provider link's roster on one machine: the gateway's own links and the runs at each provider, in memory. */
 export class InProcessLinkRoster implements LinkRoster {

@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { LinkConnection, LinkRoster } from '../../../core/ports.js';
-import { RUNS_TABLE } from './tables.js';
+import { RUNS_TABLE } from '../dynamodb/tables.js';
 
 /**
  * API Gateway closes a WebSocket connection after 2 hours; an index item of a link outlives that

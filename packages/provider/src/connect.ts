@@ -1,15 +1,14 @@
 /**
- * `funduq/provider`: put agents behind funduq without opening a port. A provider dials out to
- * funduq over a WebSocket, proves who it is with its Ed25519 key, checks funduq's proof against the
- * key it pinned, and serves the runs funduq offers it with `@ag-ui/client` agents: an `HttpAgent`
- * for an agent on the provider's own network, or any `AbstractAgent` in the same process.
+ * The provider's side of the link: it dials out to funduq over a WebSocket, proves who it is with
+ * its Ed25519 key, checks funduq's proof against the key it pinned, and serves the runs funduq
+ * offers it with `@ag-ui/client` agents: an `HttpAgent` for an agent on the provider's own
+ * network, or any `AbstractAgent` in the same process.
  */
 import { randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { AbstractAgent, transformChunks, verifyEvents } from '@ag-ui/client';
 import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
 import { catchError, throwError, type Subscription } from 'rxjs';
 import { WebSocket } from 'ws';
-import type { AgentSkill } from '../core/model.js';
 import { normalizePublicKey, privateKeyOf, signText, verifyText } from './ed25519.js';
 import {
   LINK_PROOF_HEADER,
@@ -21,12 +20,10 @@ import {
   ToProviderSchema,
   welcomeText,
   WS_FRAME_BYTES,
+  type AgentSkill,
   type FromProviderFrame,
   type ToProviderFrame,
 } from './wire.js';
-
-export { generateKeyPair, type LinkKeyPair } from './ed25519.js';
-export * from './wire.js';
 
 /** An agent served on the link, with what funduq's roster and agent cards say of it. */
 export interface LinkedAgent {

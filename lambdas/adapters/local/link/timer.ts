@@ -1,4 +1,4 @@
-import type { Clock, LinkJob, LinkTimer } from '../../core/ports.js';
+import type { Clock, LinkJob, LinkTimer } from '../../../core/ports.js';
 
 /** setTimeout's longest delay (2^31 − 1 ms); a later job is reached in hops. */
 const LONGEST_DELAY_MS = 2_147_483_647;

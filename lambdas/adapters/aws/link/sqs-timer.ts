@@ -1,6 +1,6 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
-import type { LinkJob, LinkTimer } from '../../core/ports.js';
+import type { LinkJob, LinkTimer } from '../../../core/ports.js';
 
 /** SQS's longest delay (SendMessage DelaySeconds); a later job hops through the queue again. */
 export const LONGEST_DELAY_SECONDS = 900;

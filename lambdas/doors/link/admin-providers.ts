@@ -1,10 +1,10 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import type { Gateway } from '../core/gateway.js';
-import { AGENT_ID, AGENT_ID_RULE } from '../core/model.js';
-import { LINK_PATH } from '../link/wire.js';
-import { errorResponse } from './http-errors.js';
-import { describeIssue, readJson } from './input.js';
+import type { Gateway } from '../../core/gateway.js';
+import { AGENT_ID, AGENT_ID_RULE } from '../../core/model.js';
+import { LINK_PATH } from '../../../packages/provider/src/wire.js';
+import { errorResponse } from '../http-errors.js';
+import { describeIssue, readJson } from '../input.js';
 
 /** What a provider id may be: it is a path segment and part of the link's signed proof. */
 const PROVIDER_ID = /^[A-Za-z0-9_.-]{1,128}$/;

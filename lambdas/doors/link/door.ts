@@ -1,6 +1,6 @@
-import type { Gateway } from '../core/gateway.js';
-import type { LinkChannels } from '../core/ports.js';
-import { FromProviderSchema, LinkProofSchema, messagesOf, PartSchema, readMessage, Reassembly, type Part } from '../link/wire.js';
+import type { Gateway } from '../../core/gateway.js';
+import type { LinkChannels } from '../../core/ports.js';
+import { FromProviderSchema, LinkProofSchema, messagesOf, PartSchema, readMessage, Reassembly, type Part } from '../../../packages/provider/src/wire.js';
 
 /** A transport of a link's text messages: the gateway's own WebSockets locally, API Gateway's connections on AWS. */
 export interface LinkTransport {
@@ -89,7 +89,7 @@ async function joined(parts: LinkParts, connectionId: string, text: string): Pro
 
 /** The proof: the base64url of its JSON, in the upgrade's `funduq-link-proof` header; a string says what is wrong. */
 function readProof(header: string | undefined) {
-  if (!header) return 'the upgrade request carries no funduq-link-proof header: connect with the provider SDK (funduq/provider)';
+  if (!header) return 'the upgrade request carries no funduq-link-proof header: connect with the provider SDK (@funduq/provider)';
   let value: unknown;
   try {
     value = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'));

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
-import { WS_MESSAGE_BYTES } from '../../link/wire.js';
+import { WS_MESSAGE_BYTES } from '../../../../packages/provider/src/wire.js';
 
 /** What the link's door does with a link's life: its upgrade, its messages, its end. */
 export interface LinkSocketHandlers {

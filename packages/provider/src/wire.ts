@@ -1,11 +1,10 @@
+import type { RunAgentInput } from '@ag-ui/core';
 import { z } from 'zod';
-import type { FromProvider, LinkProof, ToProvider } from '../core/link/frames.js';
-
-export { proofText, welcomeText } from '../core/link/frames.js';
 
 /**
- * The provider link's wire: JSON frames `{ v: 1, type, … }`, one zod schema each, shared by funduq
- * (which parses what providers send) and providers (`funduq/provider`, which parse what funduq sends).
+ * The provider link's wire: JSON frames `{ v: 1, type, … }`, one zod schema each and its type
+ * `z.infer` of it, shared by funduq (which parses what providers send) and providers (which parse
+ * what funduq sends). This module is their one definition.
  *
  * The shape is API Gateway WebSocket's (https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html):
  * a message holds at most 128 KB and a frame 32 KB, so a frame whose JSON is larger than `PART_BYTES`
@@ -29,28 +28,47 @@ export const WS_MESSAGE_BYTES = 128 * 1024;
 const id = z.string().min(1).max(512);
 const v = z.literal(1);
 
-const SkillSchema = z
+/** What an agent can do, in A2A's `AgentSkill` words (https://a2a-protocol.org/latest/specification/#agentskill): its card and the roster say it. */
+export const AgentSkillSchema = z
   .object({ id: z.string().min(1), name: z.string().min(1), description: z.string(), tags: z.array(z.string()), examples: z.array(z.string()).optional() })
   .strict();
 
+/** The handshake's proof, carried by the WebSocket upgrade request (a message cannot precede API Gateway's `$connect`). */
 export const LinkProofSchema = z
-  .object({ v, providerId: z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/), nonce: z.string().min(16).max(128), time: z.number().int(), gatewayKey: z.string().min(1).max(256), signature: z.string().min(1).max(256) })
+  .object({
+    v,
+    providerId: z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/),
+    /** Fresh per connection attempt; never accepted twice. */
+    nonce: z.string().min(16).max(128),
+    /** Epoch ms when the proof was made. */
+    time: z.number().int(),
+    /** funduq's public key as the provider pinned it. */
+    gatewayKey: z.string().min(1).max(256),
+    /** The provider's Ed25519 signature over `proofText`. */
+    signature: z.string().min(1).max(256),
+  })
   .strict();
 
+/** An agent a provider serves on its link, as it registers it. */
 export const AgentCardSchema = z
-  .object({ name: z.string().min(1), description: z.string().min(1), skills: z.array(SkillSchema).optional(), takesInterjections: z.boolean().optional() })
+  .object({ name: z.string().min(1), description: z.string().min(1), skills: z.array(AgentSkillSchema).optional(), takesInterjections: z.boolean().optional() })
   .strict();
 
-/** What a provider sends. */
+/** What a provider sends (`part` frames, which carry a larger one in pieces, are joined first). */
 export const FromProviderSchema = z.discriminatedUnion('type', [
   z.object({ v, type: z.literal('register'), agents: z.array(AgentCardSchema).max(100) }),
   z.object({ v, type: z.literal('accept'), runId: id, offer: z.number().int().positive() }),
   z.object({ v, type: z.literal('decline'), runId: id, offer: z.number().int().positive(), reason: z.string().max(1024).optional() }),
   z.object({ v, type: z.literal('refuse'), runId: id, offer: z.number().int().positive(), reason: z.string().min(1).max(1024) }),
+  // AG-UI events of a run, each with its seq (1, 2, … per run), in order within a frame.
   z.object({ v, type: z.literal('events'), runId: id, events: z.array(z.object({ seq: z.number().int().positive(), event: z.unknown() })).min(1) }),
+  // The receipt of a cancel: the agent was stopped after the events through `lastSeq`.
   z.object({ v, type: z.literal('cancelled'), runId: id, lastSeq: z.number().int().nonnegative() }),
+  // After a reconnect: the runs the provider still holds.
   z.object({ v, type: z.literal('resume'), runs: z.array(id).max(10_000) }),
   z.object({ v, type: z.literal('heartbeat') }),
+  // The first frame on a link. API Gateway sends nothing before `$connect` returns, so on AWS the
+  // welcome answers it (the transport's doing); on one machine the welcome went with the upgrade.
   z.object({ v, type: z.literal('hello') }),
 ]);
 
@@ -58,30 +76,42 @@ const ResumedRun = z.object({ runId: id, lastSeq: z.number().int().nonnegative()
 
 /** What funduq sends. */
 export const ToProviderSchema = z.discriminatedUnion('type', [
+  // The first frame on a link: funduq's proof of itself (a signature over the provider's nonce and the link).
   z.object({ v, type: z.literal('welcome'), connectionId: id, signature: z.string(), heartbeatSeconds: z.number().positive() }),
   z.object({ v, type: z.literal('registered'), agents: z.array(z.string()), refused: z.array(z.object({ name: z.string(), reason: z.string() })) }),
-  // The input is the agent's: AG-UI's own schema is the agent's client's to hold it to.
-  z.object({ v, type: z.literal('run'), runId: id, offer: z.number().int().positive(), agent: z.string(), input: z.custom<Extract<ToProvider, { type: 'run' }>['input']>((value) => typeof value === 'object' && value !== null) }),
+  // An offer: accept, decline (full now) or refuse (never) it, naming `offer`. The input is the
+  // agent's: AG-UI's own schema is the agent's client's to hold it to.
+  z.object({ v, type: z.literal('run'), runId: id, offer: z.number().int().positive(), agent: z.string(), input: z.custom<RunAgentInput>((value) => typeof value === 'object' && value !== null) }),
+  // Stop the run (a cancel, a limit, an offer withdrawn) and forget it; answer `cancelled` if it was running.
   z.object({ v, type: z.literal('cancel'), runId: id, reason: z.string() }),
+  // The run's end is recorded: forget it.
   z.object({ v, type: z.literal('settled'), runId: id }),
+  // The answer to `resume`: for each run still the provider's, the last seq funduq stored; the others are gone.
   z.object({ v, type: z.literal('resumed'), runs: z.array(ResumedRun), gone: z.array(id) }),
   z.object({ v, type: z.literal('heartbeat') }),
+  // A frame funduq could not take, and why.
   z.object({ v, type: z.literal('error'), code: z.string(), message: z.string(), runId: id.optional() }),
 ]);
 
 /** One piece of a frame too large for a message: `count` of them, in any order, make its JSON. */
 export const PartSchema = z.object({ v, type: z.literal('part'), id: z.string().min(1).max(64), index: z.number().int().nonnegative(), count: z.number().int().positive().max(64), data: z.string() });
 
+export type AgentSkill = z.infer<typeof AgentSkillSchema>;
+export type LinkProof = z.infer<typeof LinkProofSchema>;
+export type LinkedAgentCard = z.infer<typeof AgentCardSchema>;
 export type FromProviderFrame = z.infer<typeof FromProviderSchema>;
 export type ToProviderFrame = z.infer<typeof ToProviderSchema>;
 export type Part = z.infer<typeof PartSchema>;
 
-// The core's shapes and these schemas are one: either drifting fails the type check here.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const sameFromProvider: Same<FromProviderFrame, FromProvider> = true;
-const sameToProvider: Same<ToProviderFrame, ToProvider> = true;
-const sameProof: Same<z.infer<typeof LinkProofSchema>, LinkProof> = true;
-void [sameFromProvider, sameToProvider, sameProof];
+/** What a provider signs to open a link: it names funduq's key, so a proof made for one gateway opens no other. */
+export function proofText(proof: Pick<LinkProof, 'providerId' | 'gatewayKey' | 'nonce' | 'time'>): string {
+  return `funduq-link/v1\n${proof.providerId}\n${proof.gatewayKey}\n${proof.nonce}\n${proof.time}`;
+}
+
+/** What funduq signs in its welcome: the provider's nonce and the link, so the proof cannot be replayed to another. */
+export function welcomeText(providerId: string, nonce: string, connectionId: string): string {
+  return `funduq-link/v1 welcome\n${providerId}\n${nonce}\n${connectionId}`;
+}
 
 /** A frame as the messages that carry it: itself, or `part` frames when its JSON is larger than `PART_BYTES`. */
 export function messagesOf(frame: FromProviderFrame | ToProviderFrame, newId: () => string): string[] {

@@ -1,16 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
-import { linkKeysFromSecret } from '../adapters/crypto/link-keys.js';
-import { InProcessLinkRoster } from '../adapters/local/link-roster.js';
-import { LocalLinkSockets } from '../adapters/local/link-sockets.js';
-import { InProcessLinkTimer } from '../adapters/local/link-timer.js';
-import type { Gateway } from '../core/gateway.js';
-import type { LinkDeps } from '../core/link/deps.js';
-import type { Clock, IdSource } from '../core/ports.js';
-import { DEFAULT_LINK_SETTINGS } from '../core/settings.js';
-import { linkChannels, linkDoor } from '../doors/link.js';
-import { LINK_PATH, LINK_PROOF_HEADER, LINK_REFUSAL_HEADER } from '../link/wire.js';
-import { dataDirSecret } from './data-dir.js';
+import { linkKeysFromSecret } from '../../adapters/crypto/link-keys.js';
+import { InProcessLinkRoster } from '../../adapters/local/link/roster.js';
+import { LocalLinkSockets } from '../../adapters/local/link/sockets.js';
+import { InProcessLinkTimer } from '../../adapters/local/link/timer.js';
+import type { Gateway } from '../../core/gateway.js';
+import type { LinkDeps } from '../../core/deps.js';
+import type { Clock, IdSource } from '../../core/ports.js';
+import { DEFAULT_LINK_SETTINGS } from '../../core/settings.js';
+import { linkChannels, linkDoor } from '../../doors/link/door.js';
+import { LINK_PATH, LINK_PROOF_HEADER, LINK_REFUSAL_HEADER } from '../../../packages/provider/src/wire.js';
+import { dataDirSecret } from '../data-dir.js';
 
 /** The file in the data dir, beside the store's, whose secret funduq's link key is derived from. */
 export const LINK_KEY_FILE = 'link-key-secret';
