@@ -1,5 +1,6 @@
 import type { TaskState } from '@a2a-js/sdk';
 import type { Run } from '../model.js';
+import type { RecordProjections, TaskEntry } from '../record/port.js';
 import { TaskStates } from './vocabulary.js';
 
 /**
@@ -34,6 +35,18 @@ export function taskStateOf(tail: Run, started = false): TaskState {
 export function taskStateAt(tail: Run): string {
   return tail.endedAt ?? tail.startedAt ?? tail.createdAt;
 }
+
+/**
+ * The entry of the run's task in the record's task index, as the run's write leaves it: the root's
+ * makes it, a later run of the lineage (the tail from its creation on) moves its state.
+ */
+export function taskEntryOf(run: Run): TaskEntry {
+  const entry = { taskId: run.rootRunId, tenant: run.tenant, agentId: run.agentId, threadId: run.threadId, tailArrival: run.arrival, state: taskStateOf(run), stateAt: taskStateAt(run) };
+  return run.runId === run.rootRunId ? { ...entry, root: true, createdAt: run.createdAt } : { ...entry, root: false };
+}
+
+/** What every store is built with: the task index's entries, as A2A's projection says them. */
+export const recordProjections: RecordProjections = { taskEntry: taskEntryOf };
 
 /** An interrupt that asks for credentials puts the task in AUTH_REQUIRED (design §5). */
 function isAuthReason(reason: string): boolean {

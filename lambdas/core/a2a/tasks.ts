@@ -84,7 +84,7 @@ export function createTasks(core: Core, options: { push?: PushSender; settings?:
   const settings: A2aSettings = { ...DEFAULT_A2A_SETTINGS, ...options.settings };
 
   async function findTask(caller: Caller, taskId: string): Promise<Result<Run>> {
-    const root = taskId ? await store.getRunOf(caller.principal.tenant, taskId) : undefined;
+    const root = taskId ? await store.runs.getOf(caller.principal.tenant, taskId) : undefined;
     // An answer run is part of a task, not a task: only roots are found by id.
     if (!root || root.agentId !== caller.agentId || root.rootRunId !== root.runId) {
       return refuse('run_not_found', `no task "${taskId}" at agent "${caller.agentId}"`);
@@ -108,7 +108,7 @@ export function createTasks(core: Core, options: { push?: PushSender; settings?:
       );
     if (unstorable) return refuse('invalid_input', unstorable);
     // What the message lands on is read once here: the agent, the task (a reply), the context's thread.
-    const agent = request.agent?.id === agentId ? request.agent : await store.getAgent(agentId);
+    const agent = request.agent?.id === agentId ? request.agent : await store.agents.get(agentId);
     if (!agent) return refuse('agent_not_found', `no agent named "${agentId}"`);
     core.recentAgents.remember(agent);
 
@@ -121,9 +121,9 @@ export function createTasks(core: Core, options: { push?: PushSender; settings?:
       if (message.contextId && message.contextId !== root.threadId) {
         return refuse('invalid_input', `contextId "${message.contextId}" is not the context of task "${root.runId}" ("${root.threadId}")`);
       }
-      thread = await store.getThread(root);
+      thread = await store.threads.get(root);
     } else if (message.contextId) {
-      thread = await store.getThread({ tenant: principal.tenant, threadId: message.contextId });
+      thread = await store.threads.get({ tenant: principal.tenant, threadId: message.contextId });
       if (!thread) {
         return refuse('thread_not_found', `no context "${message.contextId}": leave contextId out to start a new one`);
       }
@@ -143,11 +143,11 @@ export function createTasks(core: Core, options: { push?: PushSender; settings?:
       threadId: thread?.threadId ?? core.ids.newId(),
       expiresAt: nowSeconds + settings.messageIdTtlSeconds,
     };
-    const claim = await store.claimMessage(candidate, nowSeconds);
+    const claim = await store.claims.take(candidate, nowSeconds);
     if (claim.runId !== candidate.runId) {
-      const earlier = await store.getRun(claim.runId);
+      const earlier = await store.runs.get(claim.runId);
       if (earlier) {
-        const first = earlier.rootRunId === earlier.runId ? earlier : await store.getRun(earlier.rootRunId);
+        const first = earlier.rootRunId === earlier.runId ? earlier : await store.runs.get(earlier.rootRunId);
         return ok({ root: first ?? earlier, run: earlier, repeated: true });
       }
       // The first attempt took the id but recorded no run yet (it failed, or is still on its
@@ -155,7 +155,7 @@ export function createTasks(core: Core, options: { push?: PushSender; settings?:
     }
     const landing = { threadId: claim.threadId, runId: claim.runId, metadata: request.metadata };
     const started = await start(request, { agent, ...(thread ? { thread } : {}) }, root, landing);
-    if (!started.ok) await store.releaseMessage(claim);
+    if (!started.ok) await store.claims.release(claim);
     return started;
   }
 
@@ -173,7 +173,7 @@ export function createTasks(core: Core, options: { push?: PushSender; settings?:
       // The context's open asks are its latest waiting run's; an older task's asks were left behind.
       // (A waiting run not yet named on its thread, the moment after its end, is still the latest.)
       const named = found.thread?.waitingRunId;
-      const later = named !== undefined && named !== tail.runId ? await store.getRun(named) : undefined;
+      const later = named !== undefined && named !== tail.runId ? await store.runs.get(named) : undefined;
       if (later && later.arrival > tail.arrival) {
         return refuse('no_open_ask', `task "${root.runId}" waits no more: a later task of context "${root.threadId}" holds its asks`);
       }
@@ -195,11 +195,11 @@ export function createTasks(core: Core, options: { push?: PushSender; settings?:
     const config = request.push ? await putPushConfig(taskId, request.principal, request.push) : undefined;
     const started = await startLanded(core, { agentId: request.agentId, input, door: 'a2a', principal: request.principal }, place, classified.value);
     if (!started.ok) {
-      if (config && !root) await store.deletePushConfig(config.taskId, config.configId);
+      if (config && !root) await store.pushConfigs.delete(config.taskId, config.configId);
       return started;
     }
     const { run, attached } = started.value;
-    const taskRoot = root ?? (run.rootRunId === run.runId ? run : ((await store.getRun(run.rootRunId)) ?? run));
+    const taskRoot = root ?? (run.rootRunId === run.runId ? run : ((await store.runs.get(run.rootRunId)) ?? run));
     return ok({ root: taskRoot, run, repeated: attached });
   }
 
@@ -286,7 +286,7 @@ export function createTasks(core: Core, options: { push?: PushSender; settings?:
     do {
       let page: { runs: Run[]; cursor?: string };
       try {
-        page = await store.listTasks(caller.principal.tenant, {
+        page = await store.tasks.list(caller.principal.tenant, {
           agentId: caller.agentId,
           ...(query.contextId ? { threadId: query.contextId } : {}),
           ...(query.state !== undefined ? { state: query.state } : {}),
@@ -326,7 +326,7 @@ export function createTasks(core: Core, options: { push?: PushSender; settings?:
     };
     if (target.token) config.token = target.token;
     if (target.authentication?.scheme) config.authentication = target.authentication;
-    await store.putPushConfig(config);
+    await store.pushConfigs.put(config);
     return config;
   }
 
@@ -343,19 +343,19 @@ export function createTasks(core: Core, options: { push?: PushSender; settings?:
   async function getPushConfig(caller: Caller, taskId: string, configId: string): Promise<Result<PushConfig>> {
     const found = await findTask(caller, taskId);
     if (!found.ok) return found;
-    const config = await store.getPushConfig(taskId, configId);
+    const config = await store.pushConfigs.get(taskId, configId);
     return config ? ok(config) : refuse('push_config_not_found', `task "${taskId}" has no push notification config "${configId}"`);
   }
 
   async function listPushConfigs(caller: Caller, taskId: string): Promise<Result<PushConfig[]>> {
     const found = await findTask(caller, taskId);
-    return found.ok ? ok(await store.listPushConfigs(taskId)) : found;
+    return found.ok ? ok(await store.pushConfigs.list(taskId)) : found;
   }
 
   async function deletePushConfig(caller: Caller, taskId: string, configId: string): Promise<Result<void>> {
     const found = await findTask(caller, taskId);
     if (!found.ok) return found;
-    return (await store.deletePushConfig(taskId, configId))
+    return (await store.pushConfigs.delete(taskId, configId))
       ? ok(undefined)
       : refuse('push_config_not_found', `task "${taskId}" has no push notification config "${configId}"`);
   }
