@@ -48,6 +48,8 @@ export class DynamoProviders implements ProviderRegistry {
   }
 
   async takePlace(providerId: string, limit: number): Promise<boolean> {
+    // A registration has no places attribute until a run takes one, which the condition reads as room: under a limit of none there is none.
+    if (limit < 1) return false;
     const taken = await this.handle.update({
       Key: providerKey(providerId),
       UpdateExpression: 'ADD #places :one',

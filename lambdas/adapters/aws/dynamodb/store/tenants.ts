@@ -108,7 +108,7 @@ export class DynamoTenants implements TenantCounters {
     else removes.push('spendCrossedAt', 'spendCrossedBy');
     await this.handle.update({
       Key: tenantKey(tenant),
-      UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+      UpdateExpression: `SET ${sets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
       ExpressionAttributeNames: { '#tenant': 'tenant', '#budget': 'budget' },
       ExpressionAttributeValues: {
         ':tenant': tenant,
