@@ -168,6 +168,11 @@ export class ReferenceRecord {
       const runs = found.slice(from, from + query.limit).map((entry) => copy(this.runItems.get(entry.taskId)!));
       return from + query.limit < found.length ? { runs, cursor: String(from + query.limit) } : { runs };
     },
+    /** The task's entry as the model keeps it (a store shows its own only through its listings). */
+    entry: (taskId: string): { tenant: string; agentId: string; state: number } | undefined => {
+      const entry = this.taskItems.get(taskId);
+      return entry && { tenant: entry.tenant, agentId: entry.agentId, state: entry.state };
+    },
   };
 
   readonly claims = {
