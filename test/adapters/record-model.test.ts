@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { recordProjections } from '../../lambdas/core/a2a/task-state.js';
 import { TaskStates } from '../../lambdas/core/a2a/vocabulary.js';
-import type { Ask, AskState, Budget, LinkProvider, Run, RunStatus, Spend, Thread } from '../../lambdas/core/model.js';
-import type { AskChanges, RunStore, TenantLimits } from '../../lambdas/core/ports.js';
+import type { Ask, AskState, Budget, Run, RunStatus, Spend } from '../../lambdas/core/model.js';
+import type { RunStore, TenantLimits } from '../../lambdas/core/ports.js';
 import { ReferenceRecord } from '../../lambdas/core/record/reference.js';
 import { aRun } from '../support/store-fixtures.js';
 import { useStore } from '../support/stores.js';
@@ -37,9 +37,25 @@ interface World {
 
 type Call = fc.AsyncCommand<World, World>;
 
-/** A call made on both sides, compared: its answer (or the class of what it threw), then what `after` reads back from both. */
 function call(name: string, args: unknown, act: (world: World) => Promise<void>): Call {
   return { check: () => true, run: (world) => act(world), toString: () => `${name} ${JSON.stringify(args)}` };
+}
+
+/** The model and the store: the same calls answer alike. */
+type Side = ReferenceRecord | RunStore;
+
+/**
+ * A call made on both sides: `call` makes it of each (from what the world was before either), and
+ * the answers are compared (or the class of what each threw); then `after` reads back from both.
+ */
+function both<A>(name: string, args: fc.Arbitrary<A>, calling: (a: A, w: World) => (side: Side) => unknown, after?: (w: World, a: A) => Promise<void>): fc.Arbitrary<Call> {
+  return args.map((a) =>
+    call(name, a, async (w) => {
+      const made = calling(a, w);
+      await same(name, () => made(w.model), async () => made(w.store));
+      await after?.(w, a);
+    }),
+  );
 }
 
 async function same<T>(what: string, fromModel: () => T, fromStore: () => Promise<T>): Promise<void> {
@@ -68,54 +84,33 @@ const runName = fc.constantFrom('run1', 'run2', 'run3', 'run4');
 
 // Threads: places held by runs, arrival numbers, a thread abandoned by its opener.
 
+const onThread = { tenant: tenantName, thread: threadName };
+const threadOf = (a: { tenant: string; thread: string }, prefix: string) => ({ tenant: prefix + a.tenant, threadId: a.thread });
+const thenTheThread = (w: World, a: { tenant: string; thread: string }) => sameThread(w, a.tenant, a.thread);
+
 const threadCalls: fc.Arbitrary<Call>[] = [
-  fc.record({ tenant: tenantName, thread: threadName, holder: holderName }).map((a) =>
-    call('threads.create', a, async (w) => {
-      // As the core opens a thread: its opener's arrival and place.
-      const thread: Thread = { tenant: w.prefix + a.tenant, threadId: a.thread, agentId: 'demo', createdAt: '2026-01-01T00:00:00.000Z', unsettled: 1, arrivals: 1 };
-      await same('created', () => w.model.threads.create(thread, a.holder), () => w.store.threads.create(thread, a.holder));
-      await sameThread(w, a.tenant, a.thread);
-    }),
+  // As the core opens a thread: its opener's arrival and place.
+  both(
+    'threads.create',
+    fc.record({ ...onThread, holder: holderName }),
+    (a, { prefix }) => (side) => side.threads.create({ ...threadOf(a, prefix), agentId: 'demo', createdAt: '2026-01-01T00:00:00.000Z', unsettled: 1, arrivals: 1 }, a.holder),
+    thenTheThread,
   ),
-  fc.record({ tenant: tenantName, thread: threadName, holder: holderName, limit: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }) }).map((a) =>
-    call('threads.reserveArrival', a, async (w) => {
-      const ref = { tenant: w.prefix + a.tenant, threadId: a.thread };
-      await same('arrival', () => w.model.threads.reserveArrival(ref, a.holder, a.limit), () => w.store.threads.reserveArrival(ref, a.holder, a.limit));
-      await sameThread(w, a.tenant, a.thread);
-    }),
+  both(
+    'threads.reserveArrival',
+    fc.record({ ...onThread, holder: holderName, limit: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }) }),
+    (a, { prefix }) => (side) => side.threads.reserveArrival(threadOf(a, prefix), a.holder, a.limit),
+    thenTheThread,
   ),
-  fc.record({ tenant: tenantName, thread: threadName, holder: holderName }).map((a) =>
-    call('threads.releasePlace', a, async (w) => {
-      const ref = { tenant: w.prefix + a.tenant, threadId: a.thread };
-      w.model.threads.releasePlace(ref, a.holder);
-      await w.store.threads.releasePlace(ref, a.holder);
-      await sameThread(w, a.tenant, a.thread);
-    }),
+  both('threads.releasePlace', fc.record({ ...onThread, holder: holderName }), (a, { prefix }) => (side) => side.threads.releasePlace(threadOf(a, prefix), a.holder), thenTheThread),
+  both('threads.abandon', fc.record({ ...onThread, holder: holderName }), (a, { prefix }) => (side) => side.threads.abandon(threadOf(a, prefix), a.holder), thenTheThread),
+  both(
+    'threads.setPlaces',
+    fc.record({ ...onThread, holders: fc.uniqueArray(holderName, { maxLength: 3 }) }),
+    (a, { prefix }) => (side) => side.threads.setPlaces(threadOf(a, prefix), a.holders),
+    thenTheThread,
   ),
-  fc.record({ tenant: tenantName, thread: threadName, holder: holderName }).map((a) =>
-    call('threads.abandon', a, async (w) => {
-      const ref = { tenant: w.prefix + a.tenant, threadId: a.thread };
-      w.model.threads.abandon(ref, a.holder);
-      await w.store.threads.abandon(ref, a.holder);
-      await sameThread(w, a.tenant, a.thread);
-    }),
-  ),
-  fc.record({ tenant: tenantName, thread: threadName, holders: fc.uniqueArray(holderName, { maxLength: 3 }) }).map((a) =>
-    call('threads.setPlaces', a, async (w) => {
-      const ref = { tenant: w.prefix + a.tenant, threadId: a.thread };
-      w.model.threads.setPlaces(ref, a.holders);
-      await w.store.threads.setPlaces(ref, a.holders);
-      await sameThread(w, a.tenant, a.thread);
-    }),
-  ),
-  fc.record({ tenant: tenantName, thread: threadName, run: runName }).map((a) =>
-    call('threads.setWaitingRun', a, async (w) => {
-      const ref = { tenant: w.prefix + a.tenant, threadId: a.thread };
-      w.model.threads.setWaitingRun(ref, a.run);
-      await w.store.threads.setWaitingRun(ref, a.run);
-      await sameThread(w, a.tenant, a.thread);
-    }),
-  ),
+  both('threads.setWaitingRun', fc.record({ ...onThread, run: runName }), (a, { prefix }) => (side) => side.threads.setWaitingRun(threadOf(a, prefix), a.run), thenTheThread),
 ];
 
 async function sameThread(w: World, tenant: string, threadId: string): Promise<void> {
@@ -137,49 +132,26 @@ const limitsArb: fc.Arbitrary<TenantLimits> = fc
   .record({ window: fc.integer({ min: 10, max: 12 }), runsPerWindow: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }), places: fc.option(fc.integer({ min: 1, max: 2 }), { nil: undefined }) })
   .map(({ window, runsPerWindow, places }) => ({ window, ...(runsPerWindow !== undefined ? { runsPerWindow } : {}), ...(places !== undefined ? { places } : {}) }));
 
+const thenTheTenant = async (w: World, a: { tenant: string }) => same('the tenant', () => w.model.tenants.get(w.prefix + a.tenant), () => w.store.tenants.get(w.prefix + a.tenant));
+
 const tenantCalls: fc.Arbitrary<Call>[] = [
-  fc.record({ tenant: tenantName, holder: holderName, limits: limitsArb }).map((a) =>
-    call('tenants.admit', a, async (w) => {
-      const tenant = w.prefix + a.tenant;
-      await same('admission', () => w.model.tenants.admit(tenant, a.holder, a.limits), () => w.store.tenants.admit(tenant, a.holder, a.limits));
-    }),
+  both('tenants.admit', fc.record({ tenant: tenantName, holder: holderName, limits: limitsArb }), (a, { prefix }) => (side) => side.tenants.admit(prefix + a.tenant, a.holder, a.limits)),
+  both('tenants.releasePlace', fc.record({ tenant: tenantName, holder: holderName }), (a, { prefix }) => (side) => side.tenants.releasePlace(prefix + a.tenant, a.holder)),
+  both('tenants.setPlaces', fc.array(fc.record({ tenant: tenantName, holders: fc.uniqueArray(holderName, { maxLength: 2 }) }), { maxLength: 2 }), (a, { prefix }) => (side) =>
+    side.tenants.setPlaces(new Map(a.map(({ tenant, holders }) => [prefix + tenant, holders]))),
   ),
-  fc.record({ tenant: tenantName, holder: holderName }).map((a) =>
-    call('tenants.releasePlace', a, async (w) => {
-      const tenant = w.prefix + a.tenant;
-      w.model.tenants.releasePlace(tenant, a.holder);
-      await w.store.tenants.releasePlace(tenant, a.holder);
-    }),
+  both('tenants.putBudget', fc.record({ tenant: tenantName, budget: budgetArb, spend: spendArb }), (a, { prefix }) => (side) => side.tenants.putBudget(prefix + a.tenant, a.budget, a.spend), thenTheTenant),
+  both(
+    'tenants.charge',
+    fc.record({ tenant: tenantName, charge: fc.record({ period, tokens: fc.integer({ min: 0, max: 50 }), cost }) }),
+    (a, { prefix }) => (side) => side.tenants.charge(prefix + a.tenant, a.charge),
+    thenTheTenant,
   ),
-  fc.array(fc.record({ tenant: tenantName, holders: fc.uniqueArray(holderName, { maxLength: 2 }) }), { maxLength: 2 }).map((a) =>
-    call('tenants.setPlaces', a, async (w) => {
-      const places = new Map(a.map(({ tenant, holders }) => [w.prefix + tenant, holders]));
-      w.model.tenants.setPlaces(places);
-      await w.store.tenants.setPlaces(places);
-    }),
-  ),
-  fc.record({ tenant: tenantName, budget: budgetArb, spend: spendArb }).map((a) =>
-    call('tenants.putBudget', a, async (w) => {
-      const tenant = w.prefix + a.tenant;
-      w.model.tenants.putBudget(tenant, a.budget, a.spend);
-      await w.store.tenants.putBudget(tenant, a.budget, a.spend);
-      await same('the tenant', () => w.model.tenants.get(tenant), () => w.store.tenants.get(tenant));
-    }),
-  ),
-  fc.record({ tenant: tenantName, charge: fc.record({ period, tokens: fc.integer({ min: 0, max: 50 }), cost }) }).map((a) =>
-    call('tenants.charge', a, async (w) => {
-      const tenant = w.prefix + a.tenant;
-      await same('the spend', () => w.model.tenants.charge(tenant, a.charge), () => w.store.tenants.charge(tenant, a.charge));
-      await same('the tenant', () => w.model.tenants.get(tenant), () => w.store.tenants.get(tenant));
-    }),
-  ),
-  fc.record({ tenant: tenantName, period, run: runName, at: fc.constantFrom('2026-01-20T00:00:00.000Z', '2026-02-20T00:00:00.000Z') }).map((a) =>
-    call('tenants.markBudgetCrossed', a, async (w) => {
-      const tenant = w.prefix + a.tenant;
-      w.model.tenants.markBudgetCrossed(tenant, a.period, a.run, a.at);
-      await w.store.tenants.markBudgetCrossed(tenant, a.period, a.run, a.at);
-      await same('the tenant', () => w.model.tenants.get(tenant), () => w.store.tenants.get(tenant));
-    }),
+  both(
+    'tenants.markBudgetCrossed',
+    fc.record({ tenant: tenantName, period, run: runName, at: fc.constantFrom('2026-01-20T00:00:00.000Z', '2026-02-20T00:00:00.000Z') }),
+    (a, { prefix }) => (side) => side.tenants.markBudgetCrossed(prefix + a.tenant, a.period, a.run, a.at),
+    thenTheTenant,
   ),
 ];
 
@@ -188,59 +160,29 @@ const tenantCalls: fc.Arbitrary<Call>[] = [
 const keyName = fc.constantFrom('k1', 'k2');
 const providerName = fc.constantFrom('p1', 'p2');
 
+const thenTheProvider = (w: World, a: { provider: string }) => same('the provider', () => w.model.providers.get(w.prefix + a.provider), () => w.store.providers.get(w.prefix + a.provider));
+
 const registryCalls: fc.Arbitrary<Call>[] = [
-  fc.record({ key: keyName, run: runName, expiresAt: fc.constantFrom(100, 200, 300), now: fc.constantFrom(50, 150, 250, 350) }).map((a) =>
-    call('claims.take', a, async (w) => {
-      const claim = { key: w.prefix + a.key, runId: a.run, threadId: 'a', expiresAt: a.expiresAt };
-      await same('the live claim', () => w.model.claims.take(claim, a.now), () => w.store.claims.take(claim, a.now));
-    }),
+  both('claims.take', fc.record({ key: keyName, run: runName, expiresAt: fc.constantFrom(100, 200, 300), now: fc.constantFrom(50, 150, 250, 350) }), (a, { prefix }) => (side) =>
+    side.claims.take({ key: prefix + a.key, runId: a.run, threadId: 'a', expiresAt: a.expiresAt }, a.now),
   ),
-  fc.record({ key: keyName, run: runName }).map((a) =>
-    call('claims.release', a, async (w) => {
-      const claim = { key: w.prefix + a.key, runId: a.run, threadId: 'a', expiresAt: 0 };
-      w.model.claims.release(claim);
-      await w.store.claims.release(claim);
-    }),
+  both('claims.release', fc.record({ key: keyName, run: runName }), (a, { prefix }) => (side) => side.claims.release({ key: prefix + a.key, runId: a.run, threadId: 'a', expiresAt: 0 })),
+  both(
+    'providers.put',
+    fc.record({ provider: providerName, max: fc.integer({ min: 1, max: 2 }), createdAt: fc.constantFrom('2026-01-01T00:00:00.000Z', '2026-02-01T00:00:00.000Z'), agents: fc.subarray(['demo', 'other']) }),
+    (a, { prefix }) => (side) => side.providers.put({ providerId: prefix + a.provider, publicKey: `key-${a.max}`, agents: a.agents, maxConcurrentRuns: a.max, createdAt: a.createdAt }),
+    thenTheProvider,
   ),
-  fc
-    .record({ provider: providerName, max: fc.integer({ min: 1, max: 2 }), createdAt: fc.constantFrom('2026-01-01T00:00:00.000Z', '2026-02-01T00:00:00.000Z'), agents: fc.subarray(['demo', 'other']) })
-    .map((a) =>
-      call('providers.put', a, async (w) => {
-        const provider: LinkProvider = { providerId: w.prefix + a.provider, publicKey: `key-${a.max}`, agents: a.agents, maxConcurrentRuns: a.max, createdAt: a.createdAt };
-        await same('new', () => w.model.providers.put(provider), () => w.store.providers.put(provider));
-        await sameProvider(w, a.provider);
-      }),
-    ),
-  fc.record({ provider: providerName, limit: fc.integer({ min: 0, max: 2 }) }).map((a) =>
-    call('providers.takePlace', a, async (w) => {
-      await same('taken', () => w.model.providers.takePlace(w.prefix + a.provider, a.limit), () => w.store.providers.takePlace(w.prefix + a.provider, a.limit));
-      await sameProvider(w, a.provider);
-    }),
-  ),
-  fc.record({ provider: providerName }).map((a) =>
-    call('providers.releasePlace', a, async (w) => {
-      w.model.providers.releasePlace(w.prefix + a.provider);
-      await w.store.providers.releasePlace(w.prefix + a.provider);
-      await sameProvider(w, a.provider);
-    }),
-  ),
-  fc.record({ provider: providerName }).map((a) =>
-    call('providers.delete', a, async (w) => {
-      await same('deleted', () => w.model.providers.delete(w.prefix + a.provider), () => w.store.providers.delete(w.prefix + a.provider));
-    }),
-  ),
-  fc.constant(null).map(() =>
-    call('providers.resetPlaces', {}, async (w) => {
-      w.model.providers.resetPlaces();
-      await w.store.providers.resetPlaces();
-      await same('the providers', () => w.model.providers.list(), async () => (await w.store.providers.list()).filter((p) => p.providerId.startsWith(w.prefix)));
-    }),
+  both('providers.takePlace', fc.record({ provider: providerName, limit: fc.integer({ min: 0, max: 2 }) }), (a, { prefix }) => (side) => side.providers.takePlace(prefix + a.provider, a.limit), thenTheProvider),
+  both('providers.releasePlace', fc.record({ provider: providerName }), (a, { prefix }) => (side) => side.providers.releasePlace(prefix + a.provider), thenTheProvider),
+  both('providers.delete', fc.record({ provider: providerName }), (a, { prefix }) => (side) => side.providers.delete(prefix + a.provider)),
+  both(
+    'providers.resetPlaces',
+    fc.constant({}),
+    () => (side) => side.providers.resetPlaces(),
+    (w) => same('the providers', () => w.model.providers.list(), async () => (await w.store.providers.list()).filter((p) => p.providerId.startsWith(w.prefix))),
   ),
 ];
-
-async function sameProvider(w: World, name: string): Promise<void> {
-  await same('the provider', () => w.model.providers.get(w.prefix + name), () => w.store.providers.get(w.prefix + name));
-}
 
 // Runs: transitions (and the identity a patch may not change), asks closed and opened, a link moved; the task index they write.
 
@@ -305,45 +247,41 @@ const createRun: fc.Arbitrary<Call> = fc
 const runCalls: fc.Arbitrary<Call>[] = [
   createRun,
   createRun,
-  fc.record({ run: runName, fromItsStatus: fc.boolean(), from: fc.subarray(STATUSES), patch: patchArb }).map((a) =>
-    call('runs.transition', a, async (w) => {
-      const runId = w.prefix + a.run;
+  both(
+    'runs.transition',
+    fc.record({ run: runName, fromItsStatus: fc.boolean(), from: fc.subarray(STATUSES), patch: patchArb }),
+    (a, w) => {
       // Mostly from the status the run has (as the core moves runs), else from any.
-      const status = w.model.runs.get(runId)?.status;
+      const status = w.model.runs.get(w.prefix + a.run)?.status;
       const from = a.fromItsStatus && status ? [...new Set([status, ...a.from])] : a.from;
-      await same('the run as written', () => w.model.runs.transition(runId, from, a.patch), () => w.store.runs.transition(runId, from, a.patch));
-      await sameRun(w, a.run);
-    }),
+      return (side) => side.runs.transition(w.prefix + a.run, from, a.patch);
+    },
+    thenTheRun,
   ),
-  fc.record({ run: runName, asks: askIds, state: closing, by: fc.option(runName, { nil: undefined }) }).map((a) =>
-    call('runs.closeAsks', a, async (w) => {
-      const runId = w.prefix + a.run;
-      const changes: AskChanges = Object.fromEntries(a.asks.map((id) => [id, { state: a.state, ...(a.by ? { closedByRunId: a.by } : {}) }]));
-      await same('the run as written', () => w.model.runs.closeAsks(runId, changes), () => w.store.runs.closeAsks(runId, changes));
-      await sameRun(w, a.run);
-    }),
+  both(
+    'runs.closeAsks',
+    fc.record({ run: runName, asks: askIds, state: closing, by: fc.option(runName, { nil: undefined }) }),
+    (a, { prefix }) => (side) => side.runs.closeAsks(prefix + a.run, Object.fromEntries(a.asks.map((id) => [id, { state: a.state, ...(a.by ? { closedByRunId: a.by } : {}) }]))),
+    thenTheRun,
   ),
-  fc.record({ run: runName, asks: askIds, state: closing, by: runName }).map((a) =>
-    call('runs.reopenAsks', a, async (w) => {
-      const runId = w.prefix + a.run;
-      // An answer whose run could not be recorded gives back the asks it closed: it names itself.
-      const changes: AskChanges = Object.fromEntries(a.asks.map((id) => [id, { state: a.state, closedByRunId: a.by }]));
-      await same('the run as written', () => w.model.runs.reopenAsks(runId, changes), () => w.store.runs.reopenAsks(runId, changes));
-      await sameRun(w, a.run);
-    }),
+  // An answer whose run could not be recorded gives back the asks it closed: it names itself.
+  both(
+    'runs.reopenAsks',
+    fc.record({ run: runName, asks: askIds, state: closing, by: runName }),
+    (a, { prefix }) => (side) => side.runs.reopenAsks(prefix + a.run, Object.fromEntries(a.asks.map((id) => [id, { state: a.state, closedByRunId: a.by }]))),
+    thenTheRun,
   ),
-  fc
-    .record({ run: runName, readIt: fc.boolean(), expectedRev: fc.option(fc.integer({ min: 0, max: 2 }), { nil: undefined }), provider: fc.option(providerName, { nil: undefined }) })
-    .map((a) =>
-      call('runs.updateLink', a, async (w) => {
-        const runId = w.prefix + a.run;
-        // Mostly by a writer that read the link as it is, else by one that read it at another rev.
-        const expectedRev = a.readIt ? w.model.runs.get(runId)?.link?.rev : a.expectedRev;
-        const link = { rev: (expectedRev ?? -1) + 1, offers: 1, ...(a.provider ? { providerId: a.provider } : {}) };
-        await same('the run as written', () => w.model.runs.updateLink(runId, expectedRev, link), () => w.store.runs.updateLink(runId, expectedRev, link));
-        await sameRun(w, a.run);
-      }),
-    ),
+  both(
+    'runs.updateLink',
+    fc.record({ run: runName, readIt: fc.boolean(), expectedRev: fc.option(fc.integer({ min: 0, max: 2 }), { nil: undefined }), provider: fc.option(providerName, { nil: undefined }) }),
+    (a, w) => {
+      // Mostly by a writer that read the link as it is, else by one that read it at another rev.
+      const expectedRev = a.readIt ? w.model.runs.get(w.prefix + a.run)?.link?.rev : a.expectedRev;
+      const link = { rev: (expectedRev ?? -1) + 1, offers: 1, ...(a.provider ? { providerId: a.provider } : {}) };
+      return (side) => side.runs.updateLink(w.prefix + a.run, expectedRev, link);
+    },
+    thenTheRun,
+  ),
   fc
     .record({
       tenant: tenantName,
@@ -374,6 +312,10 @@ const runCalls: fc.Arbitrary<Call>[] = [
       }),
     ),
 ];
+
+function thenTheRun(w: World, a: { run: string }): Promise<void> {
+  return sameRun(w, a.run);
+}
 
 /** The run as both read it back, and its task listed under the state its entry has in the model (a store's entry is seen only so). */
 async function sameRun(w: World, name: string): Promise<void> {
