@@ -41,8 +41,13 @@ export function taskStateAt(tail: Run): string {
  * makes it, a later run of the lineage (the tail from its creation on) moves its state.
  */
 export function taskEntryOf(run: Run): TaskEntry {
-  const entry = { taskId: run.rootRunId, tenant: run.tenant, agentId: run.agentId, threadId: run.threadId, tailArrival: run.arrival, state: taskStateOf(run), stateAt: taskStateAt(run) };
-  return run.runId === run.rootRunId ? { ...entry, root: true, createdAt: run.createdAt } : { ...entry, root: false };
+  const { rootRunId: taskId, tenant, agentId, threadId, arrival: tailArrival } = run;
+  const state = taskStateOf(run);
+  const stateAt = taskStateAt(run);
+  // One object, not one spread into another: every write of a run computes it.
+  return run.runId === taskId
+    ? { taskId, root: true, createdAt: run.createdAt, tenant, agentId, threadId, tailArrival, state, stateAt }
+    : { taskId, root: false, tenant, agentId, threadId, tailArrival, state, stateAt };
 }
 
 /** What every store is built with: the task index's entries, as A2A's projection says them. */

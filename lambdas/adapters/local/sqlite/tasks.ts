@@ -60,8 +60,8 @@ export function taskEntryWriter(db: Database.Database): (entry: TaskEntry) => vo
   // An answer run is its task's tail from its creation on; an earlier run's later write changes nothing.
   const indexTail = db.prepare('UPDATE tasks SET tail_arrival = @arrival, state = @state, state_at = @at WHERE task_id = @taskId AND tail_arrival <= @arrival');
   return (entry) => {
-    const state = { taskId: entry.taskId, arrival: entry.tailArrival, state: entry.state, at: entry.stateAt };
-    if (entry.root) indexRoot.run({ ...state, tenant: entry.tenant, agentId: entry.agentId, thread: threadKey(entry), createdAt: entry.createdAt });
-    else indexTail.run(state);
+    const { taskId, tailArrival: arrival, state, stateAt: at } = entry;
+    if (entry.root) indexRoot.run({ taskId, arrival, state, at, tenant: entry.tenant, agentId: entry.agentId, thread: threadKey(entry), createdAt: entry.createdAt });
+    else indexTail.run({ taskId, arrival, state, at });
   };
 }
