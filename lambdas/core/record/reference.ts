@@ -14,7 +14,7 @@ export class ReferenceRecord {
   private readonly threadItems = new Map<string, { thread: Thread; holders: Set<string> }>();
   private readonly tenantItems = new Map<string, { counts: TenantCounts; holders: Set<string>; budget?: Budget; spend?: Spend }>();
   private readonly runItems = new Map<string, Run>();
-  private readonly taskItems = new Map<string, Omit<TaskEntry, 'root'> & { createdAt: string }>();
+  private readonly taskItems = new Map<string, Omit<Extract<TaskEntry, { root: true }>, 'root'>>();
   private readonly claimItems = new Map<string, MessageClaim>();
   private readonly providerItems = new Map<string, { provider: LinkProvider; places: number }>();
 
@@ -228,10 +228,11 @@ export class ReferenceRecord {
    */
   private write(run: Run): Run {
     this.runItems.set(run.runId, run);
-    const { root, ...entry } = this.projections.taskEntry(run);
+    const entry = this.projections.taskEntry(run);
     const held = this.taskItems.get(entry.taskId);
-    if (root) {
-      if (!held || held.tailArrival === entry.tailArrival) this.taskItems.set(entry.taskId, { ...held, ...(entry as typeof entry & { createdAt: string }) });
+    if (entry.root) {
+      const { root: _root, ...made } = entry;
+      if (!held || held.tailArrival === entry.tailArrival) this.taskItems.set(entry.taskId, made);
     } else if (held && held.tailArrival <= entry.tailArrival) {
       this.taskItems.set(entry.taskId, { ...held, tailArrival: entry.tailArrival, state: entry.state, stateAt: entry.stateAt });
     }
