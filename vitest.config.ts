@@ -54,7 +54,7 @@ export default defineConfig({
         test: {
           ...shared,
           name: 'dynamodb',
-          include: ['test/core/**/*.test.ts', 'test/doors/**/*.test.ts', 'test/adapters/run-store.test.ts', 'test/adapters/usage-store.test.ts', 'test/adapters/provider-store.test.ts'],
+          include: ['test/core/**/*.test.ts', 'test/doors/**/*.test.ts', 'test/adapters/run-store.test.ts', 'test/adapters/record-model.test.ts', 'test/adapters/usage-store.test.ts', 'test/adapters/provider-store.test.ts'],
           maxWorkers: workers,
           env: { ...quiet, FUNDUQ_TEST_STORE: 'dynamodb' },
         },

@@ -5,7 +5,7 @@ import { Construct } from 'constructs';
 import { RUN_EVENTS_TABLE, RUNS_TABLE } from '../lambdas/adapters/aws/dynamodb/tables.js';
 
 /**
- * The calls the store adapter makes (`lambdas/adapters/aws/dynamodb/run-store.ts`), and nothing
+ * The calls the store adapter makes (`lambdas/adapters/aws/dynamodb/store/`), and nothing
  * more: no transactions, no batch reads, no stream reads (a stream's event source is granted on
  * its own). Scan serves the admin's agent deletion (are runs of it unsettled?).
  */

@@ -38,6 +38,17 @@ const MAY_IMPORT: Record<string, string[]> = {
 };
 
 describe('the layers', () => {
+  it('keep A2A out of the record’s stores: a store is given the task index’s entries, it never computes them', () => {
+    const stores = ['adapters/local/sqlite', 'adapters/aws/dynamodb/store'].flatMap((folder) =>
+      readdirSync(join(LAMBDAS, folder), { encoding: 'utf8' })
+        .filter((name) => name.endsWith('.ts'))
+        .map((name) => `${folder}/${name}`),
+    );
+    expect(stores).toContain('adapters/local/sqlite/tasks.ts');
+    const offending = stores.filter((name) => /from\s*['"][^'"]*\/core\/a2a\//.test(readFileSync(join(LAMBDAS, name), 'utf8')));
+    expect(offending).toEqual([]);
+  });
+
   it('import only what they may: adapters and doors no provider, no runtime; providers no door', () => {
     const found = crossings();
     expect(found.length).toBeGreaterThan(100);

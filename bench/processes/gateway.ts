@@ -4,7 +4,7 @@
  * - `local`: `startLocalGateway`, exactly what `npm start` runs (dynalite on a thread of this
  *   process, data in a temp dir, in-process thread queue and change feed);
  * - `aws`: the AWS wiring on one machine, as the handlers build it: the doors and the dispatcher
- *   each with their own DynamoRunStore and polling change feed (they are separate Lambdas and
+ *   each with their own DynamoStore and polling change feed (they are separate Lambdas and
  *   cannot hear each other), sharing one dynalite; an in-process FIFO per thread stands in for
  *   SQS FIFO. The cost model runs on it, so the store requests counted are the ones AWS would bill.
  */
@@ -19,7 +19,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { join } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { serve } from '@hono/node-server';
-import type { DynamoRunStore, StoreUsage } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
+import type { DynamoStore, StoreUsage } from '../../lambdas/adapters/aws/dynamodb/store/store.js';
 import { ensureTables, localDynamoClient, startDynalite } from '../../lambdas/adapters/local/dynalite.js';
 import { InProcessThreadQueue } from '../../lambdas/adapters/local/thread-queue.js';
 import { systemClock } from '../../lambdas/adapters/system-clock.js';
@@ -42,8 +42,8 @@ interface Shape {
   url: string;
   /** Where providers link, and funduq's public key (local shape only). */
   link?: { url: string; publicKey: string };
-  /** The stores whose `usage` the cost model adds up (one per Lambda function in the AWS shape). */
-  stores: Record<string, DynamoRunStore>;
+  /** The stores whose `sent` counts the cost model adds up (one per Lambda function in the AWS shape). */
+  stores: Record<string, DynamoStore>;
   capacity?: Record<string, Capacity>;
   /** Wall time of each dispatch (the dispatcher Lambda's duration), AWS shape only. */
   dispatches: number[];
@@ -64,7 +64,7 @@ async function startLocal(store: LocalStoreKind, apiKeys?: ApiKeys): Promise<Sha
   return {
     url: local.url,
     link: local.link,
-    stores: { gateway: local.store as unknown as DynamoRunStore },
+    stores: { gateway: local.store as unknown as DynamoStore },
     dispatches: [],
     queue: { sends: 0, receives: 0, deletes: 0 },
     close: () => local.close(),
@@ -203,14 +203,14 @@ async function ceiling({ plan, rounds }: { plan: Script; rounds: number }) {
   };
   const arrangements: Record<string, (events: StoredEvent[]) => Promise<void>> = {
     // One call: one transaction (SQLite), or all batches of 25 in parallel (DynamoDB).
-    'one call': (events) => store.appendEvents(events),
+    'one call': (events) => store.events.append(events),
     // As a run's log writes a burst: slices of 100, one at a time.
     'batches of 100, one at a time': async (events) => {
-      for (let i = 0; i < events.length; i += 100) await store.appendEvents(events.slice(i, i + 100));
+      for (let i = 0; i < events.length; i += 100) await store.events.append(events.slice(i, i + 100));
     },
     // One batch of 25 at a time.
     'batches of 25, one at a time': async (events) => {
-      for (let i = 0; i < events.length; i += 25) await store.appendEvents(events.slice(i, i + 25));
+      for (let i = 0; i < events.length; i += 25) await store.events.append(events.slice(i, i + 25));
     },
     // Four writers, each a batch of 25 at a time.
     'batches of 25, four in flight': async (events) => {
@@ -219,7 +219,7 @@ async function ceiling({ plan, rounds }: { plan: Script; rounds: number }) {
         while (next < events.length) {
           const from = next;
           next += 25;
-          await store.appendEvents(events.slice(from, from + 25));
+          await store.events.append(events.slice(from, from + 25));
         }
       };
       await Promise.all([worker(), worker(), worker(), worker()]);
@@ -257,12 +257,12 @@ serveParent(
     },
     async putAgent(agent: Agent) {
       // In the AWS shape both functions read one table: one write serves both.
-      await anyStore().putAgent(agent);
+      await anyStore().agents.put(agent);
     },
     usage() {
       const { stores, capacity, dispatches, queue } = current();
       const usage: Record<string, StoreUsage> = {};
-      for (const [name, store] of Object.entries(stores)) usage[name] = { ...store.usage };
+      for (const [name, store] of Object.entries(stores)) usage[name] = { ...store.sent };
       return { usage, capacity, dispatches: [...dispatches], queue: { ...queue } };
     },
     ceiling,

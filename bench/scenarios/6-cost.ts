@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { StoreUsage } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
+import type { StoreUsage } from '../../lambdas/adapters/aws/dynamodb/store/store.js';
 import type { Bench, Row } from '../support/bench.js';
 import { row } from '../support/bench.js';
 import { PRICES } from '../support/prices.js';
@@ -61,8 +61,8 @@ export interface CostBreakdown {
 
 /**
  * Estimated, not measured (the stream handler is not run here): with a 1 s batching window a run
- * of `seconds` meets about one batch a second; per batch its events cost a readEvents and a push
- * plan (getRun + listPushConfigs, even with no push config), and each of its ~3 status changes a
+ * of `seconds` meets about one batch a second; per batch its events cost an events.read and a push
+ * plan (runs.get + pushConfigs.list, even with no push config), and each of its ~3 status changes a
  * push plan; ~5 ms of DynamoDB round trip per read; (events + 6) / 100 invocations' worth of records.
  */
 function streamHandlerEstimate(eventsPerRun: number, seconds: number, shape: FunctionShape): { usd: number; reads: number } {
@@ -101,7 +101,7 @@ function price(figures: WaveFigures, shapes: { dispatcher: FunctionShape; doors:
 /**
  * Runs of 100 events lasting 10 s each (one event every 100 ms), on the AWS wiring (separate
  * door and dispatcher stores, polling change feeds), several at once. The store requests and
- * write units are the adapter's own counts (`DynamoRunStore.usage`); read units are what
+ * write units are the adapter's own counts (`DynamoStore.sent`); read units are what
  * dynalite reports as consumed; durations are measured (the door's invocation lasts as long as
  * its stream, the dispatcher's as long as `dispatchRun`).
  */
@@ -224,7 +224,7 @@ export async function costModel(bench: Bench): Promise<CostModel> {
         eventsPerRun: plan.events,
         eventIntervalMs: plan.intervalMs,
         notes: [
-          'DynamoDB write units and requests: DynamoRunStore.usage (the adapter counts every call it sends); read units: what dynalite reports with ReturnConsumedCapacity=TOTAL (consistent reads, 4 KB units).',
+          'DynamoDB write units and requests: DynamoStore.sent (the adapter counts every call it sends); read units: what dynalite reports with ReturnConsumedCapacity=TOTAL (consistent reads, 4 KB units).',
           'The doors and the dispatcher each poll the store through PollingChangeFeed, as they do on AWS (separate Lambdas); the local runtime hands changes over in-process and reads far less.',
           'Lambda durations are measured: the streaming door invocation = the client request to the end of its SSE stream; the dispatcher = dispatchRun. Billed to the ms, no init duration (warm).',
           'SQS FIFO: one SendMessage, one ReceiveMessage and one DeleteMessage per run (the event source mapping batch of 1); its idle long polls are not per run and are left out.',

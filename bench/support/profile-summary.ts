@@ -47,7 +47,7 @@ function moduleOf(url: string): string {
   return path.replace(/^node:internal\//, 'node:');
 }
 
-const STORE = /^(better-sqlite3|lambdas\/adapters\/local\/sqlite-run-store\.ts|dynalite|classic-level|abstract-level|level|level-.*|memory-level|lazy|async|big\.js|buffer-crc32|lock|once|module-error|maybe-combine-errors|napi-macros)$/;
+const STORE = /^(better-sqlite3|lambdas\/adapters\/local\/sqlite\/[a-z-]+\.ts|dynalite|classic-level|abstract-level|level|level-.*|memory-level|lazy|async|big\.js|buffer-crc32|lock|once|module-error|maybe-combine-errors|napi-macros)$/;
 const SDK = /^(@smithy\/|@aws-sdk\/|@aws-crypto\/|fast-xml-parser|tslib|node:crypto|node:_http_client|node:_http_agent)/;
 const HTTP = /^(hono|@hono\/|undici|node:deps\/undici|node:_http_server|node:_http_outgoing|node:_http_common|node:http|node:net|node:stream|node:streams|node:webstreams|node:stream_base_commons|node:encoding)/;
 const PARSE = /^(zod|eventsource-parser|@ag-ui\/)/;

@@ -15,7 +15,7 @@ const UNSETTLED: readonly RunStatus[] = ['queued', 'running', 'cancelling'];
  * admitted with: see `RecentAgents`).
  */
 export async function deleteAgent(deps: CoreDeps, agentId: string): Promise<Result<Agent>> {
-  const agent = await deps.store.getAgent(agentId);
+  const agent = await deps.store.agents.get(agentId);
   if (!agent) return refuse('agent_not_found', `no agent named "${agentId}"`);
   const unsettled = await unsettledRuns(deps, agentId);
   if (unsettled > 0) {
@@ -24,12 +24,12 @@ export async function deleteAgent(deps: CoreDeps, agentId: string): Promise<Resu
       `agent "${agentId}" has ${unsettled} queued or running run(s); cancel them or let them settle, then delete it`,
     );
   }
-  await deps.store.deleteAgent(agentId);
+  await deps.store.agents.delete(agentId);
   deps.recentAgents?.forget(agentId);
   return ok(agent);
 }
 
 async function unsettledRuns(deps: CoreDeps, agentId: string): Promise<number> {
-  const lists = await Promise.all(UNSETTLED.map((status) => deps.store.listRunsByStatus(status)));
+  const lists = await Promise.all(UNSETTLED.map((status) => deps.store.runs.listByStatus(status)));
   return lists.flat().filter((run) => run.agentId === agentId).length;
 }

@@ -46,7 +46,7 @@ export function exhausted(spend: Spend, budget: Budget): boolean {
 export async function admitBudget(deps: BudgetDeps, tenantId: string): Promise<Result<void>> {
   const known = deps.recentTenants.recent(tenantId);
   if (known === null && !deps.defaultBudget) return ok(undefined);
-  const tenant = (await deps.store.getTenant(tenantId)) ?? null;
+  const tenant = (await deps.store.tenants.get(tenantId)) ?? null;
   deps.recentTenants.keep(tenantId, tenant);
   const budget = tenant?.budget ?? deps.defaultBudget;
   if (!budget) return ok(undefined);
@@ -63,7 +63,7 @@ export async function admitBudget(deps: BudgetDeps, tenantId: string): Promise<R
  */
 export async function charge(deps: BudgetDeps, record: UsageRecord): Promise<void> {
   const known = deps.recentTenants.recent(record.tenant);
-  const tenant = known === undefined ? ((await deps.store.getTenant(record.tenant)) ?? null) : known;
+  const tenant = known === undefined ? ((await deps.store.tenants.get(record.tenant)) ?? null) : known;
   deps.recentTenants.keep(record.tenant, tenant);
   const budget = tenant?.budget ?? deps.defaultBudget;
   if (!budget) return;
@@ -71,11 +71,11 @@ export async function charge(deps: BudgetDeps, record: UsageRecord): Promise<voi
   const cost = record.cost && budget.cost && record.cost.currency === budget.cost.currency ? record.cost.amount : 0;
   if (tokens === 0 && cost === 0) return;
   const period = periodOf(Date.parse(record.endedAt), budget.period);
-  const after = await deps.store.chargeTenant(record.tenant, { period, tokens, cost });
+  const after = await deps.store.tenants.charge(record.tenant, { period, tokens, cost });
   if (!after) return;
   const before = { ...after, tokens: after.tokens - tokens, cost: after.cost - cost };
   if (!exhausted(before, budget) && exhausted(after, budget)) {
-    await deps.store.markBudgetCrossed(record.tenant, period, record.runId, record.endedAt);
+    await deps.store.tenants.markBudgetCrossed(record.tenant, period, record.runId, record.endedAt);
   }
 }
 

@@ -12,7 +12,7 @@ import { cancelLinkRun } from './link/offers.js';
  * happened); a run waiting on asks has them cancelled. Terminal runs never change.
  */
 export async function cancelRun(core: Core, runId: string, principal: Principal): Promise<Result<Run>> {
-  const run = await core.store.getRunOf(principal.tenant, runId);
+  const run = await core.store.runs.getOf(principal.tenant, runId);
   if (!run) return refuse('run_not_found', `no run "${runId}"`);
   // Each write below is conditional on the status read; one that lost a race reads again.
   switch (run.status) {

@@ -45,10 +45,10 @@ export async function dispatchRun(core: Core, runId: string, options: DispatchOp
     const started = await startDispatch(core, runId, options);
     if (started) return started;
   }
-  const found = await core.store.getRun(runId);
+  const found = await core.store.runs.get(runId);
   if (!found) return 'missing';
   if (beside && found.status === 'queued' && found.addressedRunId !== undefined) {
-    const target = await core.store.getRun(found.addressedRunId);
+    const target = await core.store.runs.get(found.addressedRunId);
     if (target?.status !== 'running') {
       // The run it addressed settled first: the interjection becomes the thread's next ordinary run.
       await core.ledger.enqueue(found, true);
@@ -78,11 +78,11 @@ export type UndeliveredResult = 'dispatch_failed' | 'settled' | 'missing';
  * back its places. A run that settled already only has its settle completed. Safe to do again.
  */
 export async function failUndelivered(core: Core, runId: string): Promise<UndeliveredResult> {
-  const found = await core.store.getRun(runId);
+  const found = await core.store.runs.get(runId);
   if (!found) return 'missing';
   const failed = await core.ledger.abandon(found, 'dispatch_failed', 'the thread queue gave up delivering this run to a dispatcher', ['queued', 'running', 'cancelling']);
   if (failed) return 'dispatch_failed';
-  const settled = await core.store.getRun(runId);
+  const settled = await core.store.runs.get(runId);
   if (settled?.closingEvents) await core.ledger.completeSettle(settled);
   return 'settled';
 }
@@ -142,7 +142,7 @@ async function handOffLinked(core: Core, run: Run, agent: Agent, options: Dispat
     await handOff(linked, run, agent, first);
     if (first.hold === undefined) return 'ran';
     // Read after the hand-off's writes: a settle that comes later finds the hold on the record and lets it go.
-    const now = await core.store.getRun(run.runId);
+    const now = await core.store.runs.get(run.runId);
     return now && !isTerminal(now.status) && now.link?.hold === first.hold ? 'handed_off' : 'ran';
   }
   const watch = new RunWatch(core.feed, run.runId);
@@ -151,7 +151,7 @@ async function handOffLinked(core: Core, run: Run, agent: Agent, options: Dispat
     for (;;) {
       // Taken before the read: a change that lands in between is not slept through.
       const seen = watch.changes;
-      const latest = watch.latest ?? (await core.store.getRun(run.runId));
+      const latest = watch.latest ?? (await core.store.runs.get(run.runId));
       if (!latest || isTerminal(latest.status)) return 'ran';
       await watch.changeSince(seen);
     }
@@ -162,7 +162,7 @@ async function handOffLinked(core: Core, run: Run, agent: Agent, options: Dispat
 
 /** A link run takes the message it came in again; `skipped` when it settled first (the message may go). */
 async function holdAgain(core: Core, run: Run, hold: string): Promise<DispatchResult> {
-  for (let found: Run | undefined = run; found?.link && !isTerminal(found.status); found = await core.store.getRun(run.runId)) {
+  for (let found: Run | undefined = run; found?.link && !isTerminal(found.status); found = await core.store.runs.get(run.runId)) {
     if (await core.ledger.updateLink(found, { ...found.link, rev: found.link.rev + 1, hold })) return 'handed_off';
   }
   return 'skipped';

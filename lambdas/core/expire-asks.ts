@@ -8,7 +8,7 @@ import { earliestExpiry } from './outcome.js';
  * longer be answered whole, so every open ask of the run becomes `expired` in one conditional write.
  */
 export async function expireAsks(core: Core, runId: string): Promise<void> {
-  const run = await core.store.getRun(runId);
+  const run = await core.store.runs.get(runId);
   const due = earliestExpiry(run?.asks);
   if (!run || due === undefined) return;
   if (Date.parse(due) > core.clock.now()) {

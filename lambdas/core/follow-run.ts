@@ -94,7 +94,7 @@ export async function* followRun(
   signal?.addEventListener('abort', rouse, { once: true });
   try {
     if (created) watch.latest ??= created.run;
-    else watch.latest = (await deps.store.getRun(runId)) ?? watch.latest;
+    else watch.latest = (await deps.store.runs.get(runId)) ?? watch.latest;
     // The stored log is read at the start (unless the run was watched since it was created), past
     // a full page, and when what the feed handed over does not follow the cursor; otherwise a wake
     // that only changed the status costs no read.
@@ -113,7 +113,7 @@ export async function* followRun(
       const behind = ended && cursor < (before.lastSeq ?? 0);
       const follows = handed.length > 0 && handed[0].seq === cursor + 1;
       const read = !follows && !fromRecord && (mustRead || handed.length > 0 || behind);
-      const batch: StoredEvent[] = follows ? handed : fromRecord ? closing : read ? await deps.store.readEvents(runId, cursor, page) : [];
+      const batch: StoredEvent[] = follows ? handed : fromRecord ? closing : read ? await deps.store.events.read(runId, cursor, page) : [];
       mustRead = read && batch.length === page;
       if (read) page = nextPage(page, batch);
       const latest = watch.latest;

@@ -65,17 +65,17 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
     recover: () => recover(core),
     followRun: (runId: string, afterSeq: number, signal?: AbortSignal) => followRun(core, runId, afterSeq, signal),
     threadView: (threadId: string, principal: Principal) => threadView(core, threadId, principal),
-    getRun: (runId: string, principal: Principal) => core.store.getRunOf(principal.tenant, runId),
+    getRun: (runId: string, principal: Principal) => core.store.runs.getOf(principal.tenant, runId),
     putAgent: async (agent: Agent) => {
-      await core.store.putAgent(agent);
+      await core.store.agents.put(agent);
       core.recentAgents.forget(agent.id);
     },
-    getAgent: (agentId: string) => core.store.getAgent(agentId),
-    listAgents: () => core.store.listAgents(),
+    getAgent: (agentId: string) => core.store.agents.get(agentId),
+    listAgents: () => core.store.agents.list(),
     deleteAgent: (agentId: string) => deleteAgent(core, agentId),
     /** Resolves when the store answers (readiness); throws what it threw. */
     ready: async () => {
-      await core.store.getAgent('readyz');
+      await core.store.agents.get('readyz');
     },
     /** The A2A door's use cases: a task is the lineage of a root run and its answers. */
     tasks,

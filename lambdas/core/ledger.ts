@@ -65,7 +65,7 @@ export class Ledger {
 
   /** Records a new run, queued, and hands it to its thread's queue (beside the running run for an interjection). */
   async queue(run: Run): Promise<boolean> {
-    if (!(await this.deps.store.createRun(run))) return false;
+    if (!(await this.deps.store.runs.create(run))) return false;
     this.publish(run);
     await this.enqueue(run);
     return true;
@@ -79,7 +79,7 @@ export class Ledger {
 
   /** queued → running, with the queue's delivery it holds; undefined when the run was not queued. */
   async start(runId: string, receipt?: string): Promise<Run | undefined> {
-    const run = await this.deps.store.transitionRun(runId, ['queued'], { status: 'running', startedAt: isoNow(this.deps), ...(receipt !== undefined ? { receipt } : {}) });
+    const run = await this.deps.store.runs.transition(runId, ['queued'], { status: 'running', startedAt: isoNow(this.deps), ...(receipt !== undefined ? { receipt } : {}) });
     if (run) this.publish(run);
     return run;
   }
@@ -95,7 +95,7 @@ export class Ledger {
    */
   async append(events: StoredEvent[]): Promise<StoredEvent[]> {
     if (events.length === 0) return [];
-    const taken = new Set(await this.deps.store.appendNew(events));
+    const taken = new Set(await this.deps.store.events.appendNew(events));
     const stored = taken.size === 0 ? events : events.filter((event) => !taken.has(event.seq));
     if (stored.length > 0) this.deps.feed.publish({ kind: 'events', runId: stored[0].runId, events: stored });
     return stored;
@@ -140,14 +140,14 @@ export class Ledger {
 
   /** Moves a link run among providers (offered, accepted, carried on another link, ending), if nobody moved it since `run` was read. */
   async updateLink(run: Run, link: RunLink): Promise<Run | undefined> {
-    const updated = await this.deps.store.updateRunLink(run.runId, run.link?.rev, link);
+    const updated = await this.deps.store.runs.updateLink(run.runId, run.link?.rev, link);
     if (updated) this.publish(updated);
     return updated;
   }
 
   /** A cancel of a running run: it becomes `cancelling`, and its dispatcher (listening) asks the agent to stop. */
   async requestCancel(runId: string): Promise<Run | undefined> {
-    const run = await this.deps.store.transitionRun(runId, ['running'], { status: 'cancelling', cancelRequested: true });
+    const run = await this.deps.store.runs.transition(runId, ['running'], { status: 'cancelling', cancelRequested: true });
     if (run) this.publish(run);
     return run;
   }
@@ -164,7 +164,7 @@ export class Ledger {
    * named must still be open), and stops the run's ask timer once none is left open.
    */
   async closeAsks(runId: string, closing: AskClosing): Promise<Run | undefined> {
-    const closed = await this.deps.store.closeAsks(runId, closing);
+    const closed = await this.deps.store.runs.closeAsks(runId, closing);
     if (!closed) return undefined;
     if (earliestExpiry(closed.asks) === undefined) await this.deps.timer.disarm(runId, closed.asksReopened);
     this.publish(closed);
@@ -173,7 +173,7 @@ export class Ledger {
 
   /** An answer whose run could not be recorded gives its asks back: open again, as they were. */
   async reopenAsks(runId: string, closing: AskClosing): Promise<Run | undefined> {
-    const reopened = await this.deps.store.reopenAsks(runId, closing);
+    const reopened = await this.deps.store.runs.reopenAsks(runId, closing);
     if (!reopened) return undefined;
     const expiry = earliestExpiry(reopened.asks);
     if (expiry !== undefined) await this.deps.timer.arm(runId, expiry, reopened.asksReopened);
@@ -190,13 +190,13 @@ export class Ledger {
    */
   async completeSettle(run: Run): Promise<void> {
     const record = usageRecordOf(run);
-    if (await this.deps.store.putUsageRecord(record)) {
+    if (await this.deps.store.usage.put(record)) {
       await charge(this.deps.budgets, record);
       this.deps.meter?.record(record);
     }
     const closing = closingLog(run);
     await this.append(closing);
-    if (run.closingEvents) await this.deps.store.forgetClosingEvents(run.runId);
+    if (run.closingEvents) await this.deps.store.runs.forgetClosingEvents(run.runId);
   }
 
   /**
@@ -209,9 +209,9 @@ export class Ledger {
   async repairEnd(run: Run): Promise<void> {
     await this.giveBack(run);
     if (openAsks(run).length > 0) {
-      const thread = await this.deps.store.getThread(run);
-      const waiting = thread?.waitingRunId === undefined ? undefined : await this.deps.store.getRun(thread.waitingRunId);
-      if (thread && thread.waitingRunId !== run.runId && (!waiting || waiting.arrival < run.arrival)) await this.deps.store.setWaitingRun(run, run.runId);
+      const thread = await this.deps.store.threads.get(run);
+      const waiting = thread?.waitingRunId === undefined ? undefined : await this.deps.store.runs.get(thread.waitingRunId);
+      if (thread && thread.waitingRunId !== run.runId && (!waiting || waiting.arrival < run.arrival)) await this.deps.store.threads.setWaitingRun(run, run.runId);
     }
     await this.armOpenAsks(run);
     await this.completeSettle(run);
@@ -259,13 +259,13 @@ export class Ledger {
     // Held even when none is left to store: a record holding closing events is one whose settle is
     // under way, and a repair (or a restart) completes it should its writer stop before it does.
     patch.closingEvents = closing;
-    const settled = await this.deps.store.transitionRun(run.runId, from, patch);
+    const settled = await this.deps.store.runs.transition(run.runId, from, patch);
     if (!settled) return undefined;
     await this.giveBack(settled);
     // A link run on offer to a provider, or held by one, holds one of that provider's places (a
     // count, not a set: given back here only, never by a repair; a restart resets them).
-    if (settled.link?.providerId !== undefined) await this.deps.store.releaseProviderPlace(settled.link.providerId);
-    if (end.asks) await this.deps.store.setWaitingRun(run, run.runId);
+    if (settled.link?.providerId !== undefined) await this.deps.store.providers.releasePlace(settled.link.providerId);
+    if (end.asks) await this.deps.store.threads.setWaitingRun(run, run.runId);
     await this.armOpenAsks(settled);
     this.publish(settled);
     try {
@@ -283,7 +283,7 @@ export class Ledger {
    * end, so what lies beyond a gap was never seen and never will be.
    */
   private async storedLog(runId: string): Promise<{ events: number; bytes: number }> {
-    const events = await this.deps.store.readEvents(runId, 0);
+    const events = await this.deps.store.events.read(runId, 0);
     let count = 0;
     let bytes = 0;
     for (const stored of events) {
@@ -299,8 +299,8 @@ export class Ledger {
    * the thread-queue message a link run held; once, whoever calls.
    */
   private async giveBack(run: Run): Promise<void> {
-    await this.deps.store.releasePlace(run, run.runId);
-    if (run.tenantPlace) await this.deps.store.releaseTenantPlace(run.tenant, run.runId);
+    await this.deps.store.threads.releasePlace(run, run.runId);
+    if (run.tenantPlace) await this.deps.store.tenants.releasePlace(run.tenant, run.runId);
     if (run.link?.hold !== undefined) await this.deps.queue.release(run.link.hold);
   }
 
@@ -368,7 +368,7 @@ export class RunLog {
       while (this.pending.length > 0) {
         const batch = this.pending.length > MOST_PER_WRITE ? this.pending.splice(0, MOST_PER_WRITE) : this.pending;
         if (batch === this.pending) this.pending = [];
-        await this.store.appendEvents(batch);
+        await this.store.events.append(batch);
         this.feed.publish({ kind: 'events', runId: this.runId, events: batch });
       }
     } catch (error) {

@@ -9,8 +9,8 @@ export function closingLog(run: Run): StoredEvent[] {
 }
 
 /** A run's whole log as the record has it: what is stored, then the closing events its record still holds. */
-export async function logOf(store: Pick<RunStore, 'readEvents'>, run: Run): Promise<StoredEvent[]> {
-  const stored = await store.readEvents(run.runId, 0);
+export async function logOf(store: Pick<RunStore, 'events'>, run: Run): Promise<StoredEvent[]> {
+  const stored = await store.events.read(run.runId, 0);
   if (!run.closingEvents) return stored;
   const last = stored.at(-1)?.seq ?? 0;
   return [...stored, ...closingLog(run).filter((event) => event.seq > last)];

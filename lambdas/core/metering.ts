@@ -67,7 +67,7 @@ export function usageRange(given: { from?: string; to?: string }, now: number): 
 export async function* usageRecords(core: Core, range: UsageRange): AsyncGenerator<UsageRecord> {
   let cursor: string | undefined;
   do {
-    const page = await core.store.listUsage({ tenant: range.tenant, from: range.from, to: range.to, limit: PAGE, cursor });
+    const page = await core.store.usage.list({ tenant: range.tenant, from: range.from, to: range.to, limit: PAGE, cursor });
     for (const record of page.records) if (range.agentId === undefined || record.agentId === range.agentId) yield record;
     cursor = page.cursor;
   } while (cursor !== undefined);
@@ -80,7 +80,7 @@ export async function usagePage(core: Core, range: UsageRange & { limit: number;
   try {
     // A page filtered by agent may take more than one page of the store.
     do {
-      const page = await core.store.listUsage({ tenant: range.tenant, from: range.from, to: range.to, limit: range.limit - records.length, cursor });
+      const page = await core.store.usage.list({ tenant: range.tenant, from: range.from, to: range.to, limit: range.limit - records.length, cursor });
       records.push(...page.records.filter((record) => range.agentId === undefined || record.agentId === range.agentId));
       cursor = page.cursor;
     } while (cursor !== undefined && records.length < range.limit);
@@ -98,7 +98,7 @@ export async function usageReport(core: Core, range: UsageRange, groupBy: readon
   const report: UsageReport = { ...range, totals: totalsOf(all) };
   if (groupBy.length > 0) report.groups = groupsOf(all, groupBy);
   if (range.tenant !== undefined) {
-    const view = budgetView(core, await core.store.getTenant(range.tenant));
+    const view = budgetView(core, await core.store.tenants.get(range.tenant));
     if (view) report.budget = view;
   }
   return report;
@@ -106,7 +106,7 @@ export async function usageReport(core: Core, range: UsageRange, groupBy: readon
 
 /** A tenant as the admin routes show it: its own budget (or the default it has), and its spend. */
 export async function tenantView(core: Core, tenant: string): Promise<{ tenant: string; budget?: BudgetView; ownBudget: boolean }> {
-  const stored = await core.store.getTenant(tenant);
+  const stored = await core.store.tenants.get(tenant);
   const view = budgetView(core, stored);
   return { tenant, ...(view ? { budget: view } : {}), ownBudget: stored?.budget !== undefined };
 }
@@ -127,7 +127,7 @@ export async function setTenantBudget(core: Core, tenant: string, budget: Budget
       if (record.cost && effective.cost && record.cost.currency === effective.cost.currency) spend.cost += record.cost.amount;
     }
   }
-  await core.store.putTenantBudget(tenant, budget ?? undefined, spend);
+  await core.store.tenants.putBudget(tenant, budget ?? undefined, spend);
   core.recentTenants.forget(tenant);
 }
 

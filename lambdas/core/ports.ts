@@ -1,223 +1,29 @@
 import type { RunAgentInput } from '@ag-ui/core';
-import type { Agent, AgUiEventRecord, Arrival, AskState, Budget, LinkProvider, MessageClaim, PushConfig, Run, RunLink, RunStatus, Spend, StoredEvent, Tenant, Thread, ThreadRef } from './model.js';
+import type { Agent, AgUiEventRecord, PushConfig, Run, StoredEvent } from './model.js';
 import type { LinkProof, ToProviderFrame } from '../../packages/provider/src/wire.js';
 import type { UsageRecord } from './usage.js';
 
-/**
- * The record: threads, runs (with their asks), agents and run_events. Every status change is a
- * single-item conditional write, so of two writers exactly one wins and the loser changes nothing.
- */
-export interface TaskIndexQuery {
-  agentId: string;
-  /** The context (thread) of the tasks. */
-  threadId?: string;
-  /** An A2A TaskState number. */
-  state?: number;
-  /** Only tasks whose state was set after this time (an ISO 8601 UTC time as `Date.toISOString` writes it). */
-  stateAfter?: string;
-  limit: number;
-  cursor?: string;
-}
-
-export interface RunStore {
-  /** A thread is named by its tenant and its id (see `ThreadRef`); a `Run` names its own thread. */
-  getThread(thread: ThreadRef): Promise<Thread | undefined>;
-  /** Creates the thread unless the tenant has one with that id, its one place held by `holder` (its first run); false when it did. */
-  createThread(thread: Thread, holder: string): Promise<boolean>;
-  /**
-   * Takes the thread's next arrival number and one of its places (a place is held by each run
-   * not yet settled: queued or running). With a `limit`, only while fewer than `limit` places are
-   * held; undefined when the thread is full (nothing written). A place is held by its run's id
-   * (`holder`): a holder that holds one already takes a new number and no second place.
-   */
-  reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<number | undefined>;
-  /** Gives back the place `holder` holds, if it holds one: a repeat gives nothing back twice. */
-  releasePlace(thread: ThreadRef, holder: string): Promise<void>;
-  /** The runs holding the thread's places (a repair gives back those of runs settled or never recorded). */
-  placeHolders(thread: ThreadRef): Promise<string[]>;
-  /**
-   * The request that opened the thread failed before its run was recorded: the thread goes, if
-   * nothing else arrived on it since (its only arrival is the opener's, and `holder` holds its
-   * place); else the place `holder` holds, if any, goes back.
-   */
-  abandonThread(thread: ThreadRef, holder: string): Promise<void>;
-  /** Recovery: the thread's places are held by these runs (what the run records say), and by no others. */
-  setUnsettled(thread: ThreadRef, holders: readonly string[]): Promise<void>;
-  setWaitingRun(thread: ThreadRef, runId: string): Promise<void>;
-
-  /**
-   * Notes a request before it takes anything (a second note of the same run id, its request again,
-   * replaces the first); false, and nothing written, while a sweep holds the first (`claimArrival`).
-   */
-  noteArrival(arrival: Arrival): Promise<boolean>;
-  /**
-   * A sweep takes a note it listed, only while it is as listed (the same `at`: no repeat of its
-   * request noted since), so it gives back what that request took with no repeat of it under way.
-   */
-  claimArrival(arrival: Arrival): Promise<boolean>;
-  /** The request's run is recorded, or all it took was given back. */
-  forgetArrival(runId: string): Promise<void>;
-  /** Arrivals noted before `before` (ISO) and not forgotten, oldest first, at most `limit` (a repeat may list some again). */
-  listArrivals(before: string, limit: number): Promise<Arrival[]>;
-
-  /**
-   * Admits one run of a tenant against its limits, in one conditional write on the tenant's item:
-   * a count per `window` (a clock minute) below `runsPerWindow`, and places (one per unsettled run)
-   * below `places`. A limit left out is not applied (nor counted). Nothing is written when refused.
-   * A place is held by its run's id: a holder that holds one already is admitted on it.
-   */
-  admitTenantRun(tenant: string, holder: string, limits: TenantLimits): Promise<TenantAdmission>;
-  /** Gives back the tenant's place `holder` holds (its run settled, or was refused after admission), if it holds one. */
-  releaseTenantPlace(tenant: string, holder: string): Promise<void>;
-  /** Recovery: every tenant's places are held by the runs given, none for a tenant not named. */
-  setTenantPlaces(places: ReadonlyMap<string, readonly string[]>): Promise<void>;
-  /** The tenant's own budget and its spend, if the record has either. */
-  getTenant(tenant: string): Promise<Tenant | undefined>;
-  /** Sets (or, with undefined, removes) the tenant's own budget; its spend is set to `spend`. */
-  putTenantBudget(tenant: string, budget: Budget | undefined, spend: Spend): Promise<void>;
-  /**
-   * Adds a run's tokens and cost to the tenant's spend of `charge.period`, starting the spend
-   * again when the stored one is of an earlier period (one conditional write per round). Returns
-   * the spend as written, or undefined when the stored spend is of a later period (the charge's
-   * period is over: nothing is written).
-   */
-  chargeTenant(tenant: string, charge: Pick<Spend, 'period' | 'tokens' | 'cost'>): Promise<Spend | undefined>;
-  /** Records that a run took the spend of `period` past the budget, unless a run did already. */
-  markBudgetCrossed(tenant: string, period: string, runId: string, at: string): Promise<void>;
-
-  /** Writes a settled run's usage record unless its run id has one; false when it had. */
-  putUsageRecord(record: UsageRecord): Promise<boolean>;
-  /**
-   * Usage records that ended in [from, to) (ISO times), at most `limit`, of one tenant (oldest
-   * first) or, without one, of every tenant (month by month); `cursor` continues a listing.
-   */
-  listUsage(query: UsageQuery): Promise<{ records: UsageRecord[]; cursor?: string }>;
-
-  /** Creates the run unless one with that id exists; false when it did. */
-  createRun(run: Run): Promise<boolean>;
-  getRun(runId: string): Promise<Run | undefined>;
-  /**
-   * The run, if it is the tenant's. Another tenant's run is left unread (only its key is looked
-   * at), so naming one costs what naming an unknown id costs: its existence does not show.
-   */
-  getRunOf(tenant: string, runId: string): Promise<Run | undefined>;
-  /** The thread's runs in arrival order. */
-  listThreadRuns(thread: ThreadRef): Promise<Run[]>;
-  /** Every run in a status (recovery on one machine; a scan). */
-  listRunsByStatus(status: RunStatus): Promise<Run[]>;
-  /** The same, a page at a time (recovery, whose runs may be many and large): at most `limit` runs, and a cursor while more may follow. */
-  pageRunsByStatus(status: RunStatus, page: { limit: number; cursor?: string }): Promise<{ runs: Run[]; cursor?: string }>;
-  /**
-   * A page of a tenant's A2A tasks (root runs) at one agent, newest first, from the task index
-   * (each task's state and its time as its tail run's last write left them, see
-   * `core/a2a/task-state.ts`), narrowed by context, state and state time. At most `limit` roots,
-   * and a cursor while more may follow: a page may hold fewer than asked, even none, and go on.
-   * A cursor the store did not issue for this tenant is a RangeError.
-   */
-  listTasks(tenant: string, query: TaskIndexQuery): Promise<{ runs: Run[]; cursor?: string }>;
-  /**
-   * Writes the index entry of the run's task from the run as given, unless a run of its lineage
-   * that arrived later wrote it: again, for a writer that died between a run's write and its
-   * entry's (a store that writes the two in one transaction has nothing to do).
-   */
-  reindexTask(run: Run): Promise<void>;
-  /**
-   * Applies `patch` (which sets `status`) only while the run's status is one of `from`.
-   * Returns the run as written, or undefined when the condition failed.
-   */
-  transitionRun(runId: string, from: readonly RunStatus[], patch: Partial<Run> & { status: RunStatus }): Promise<Run | undefined>;
-  /**
-   * Moves the named asks from `open` to their new states in one conditional write: every named
-   * ask must still be `open`. Returns the run as written, or undefined when any was not open.
-   */
-  closeAsks(runId: string, changes: Record<string, { state: Exclude<AskState, 'open'>; closedByRunId?: string }>): Promise<Run | undefined>;
-  /**
-   * Opens the named asks again, in one conditional write, only while each is still closed by the
-   * run named in `changes` (an answer whose run could not be recorded), and counts the opening
-   * (`asksReopened`). Undefined when any was not.
-   */
-  reopenAsks(runId: string, changes: Record<string, { state: Exclude<AskState, 'open'>; closedByRunId?: string }>): Promise<Run | undefined>;
-
-  /**
-   * Stores a run's events, numbered by its holder (the dispatcher that marked it running, or the
-   * cancel that ended it queued): their seqs are new for the run. Events of one call may become
-   * visible in any order; readers wait out a gap until it fills.
-   */
-  appendEvents(events: StoredEvent[]): Promise<void>;
-  /**
-   * Stores each event at its seq unless that seq of the run is stored already: the first write of
-   * a seq wins. For events numbered by a producer elsewhere (a provider that dials out, whose
-   * frames may arrive twice and in any order) and for closing events written by someone other
-   * than the run's holder. Returns the seqs that were taken (not written).
-   */
-  appendNew(events: StoredEvent[]): Promise<number[]>;
-  /** The settled run's closing events are all in its log: its record need not hold them any more. */
-  forgetClosingEvents(runId: string): Promise<void>;
-  /** Events with seq > afterSeq, in order, at most `limit`. */
-  readEvents(runId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]>;
-  lastSeq(runId: string): Promise<number>;
-
-  putAgent(agent: Agent): Promise<void>;
-  getAgent(agentId: string): Promise<Agent | undefined>;
-  listAgents(): Promise<Agent[]>;
-  deleteAgent(agentId: string): Promise<void>;
-
-  /** Creates or replaces a task's push config (same task and config id). */
-  putPushConfig(config: PushConfig): Promise<void>;
-  getPushConfig(taskId: string, configId: string): Promise<PushConfig | undefined>;
-  listPushConfigs(taskId: string): Promise<PushConfig[]>;
-  /** False when there was no such config. */
-  deletePushConfig(taskId: string, configId: string): Promise<boolean>;
-  /** Records on an existing config the notification that could not be delivered; a deleted config stays deleted. */
-  recordPushFailure(taskId: string, configId: string, deadLetter: NonNullable<PushConfig['deadLetter']>): Promise<void>;
-
-  /**
-   * Takes `claim.key` for `claim` unless a claim on that key is still live at `nowSeconds`
-   * (one conditional write). Returns the live claim: `claim` itself when it was taken.
-   */
-  claimMessage(claim: MessageClaim, nowSeconds: number): Promise<MessageClaim>;
-  /** Gives the key back, only while it is still held by `claim.runId`. */
-  releaseMessage(claim: MessageClaim): Promise<void>;
-
-  /** Creates or replaces a link provider's registration, keeping the places its runs hold; true when it was new. */
-  putProvider(provider: LinkProvider): Promise<boolean>;
-  /** The registration, with `places`: how many of its places runs hold now. */
-  getProvider(providerId: string): Promise<(LinkProvider & { places: number }) | undefined>;
-  listProviders(): Promise<(LinkProvider & { places: number })[]>;
-  /** False when there was none. */
-  deleteProvider(providerId: string): Promise<boolean>;
-  /**
-   * Takes one of a provider's places (a run on offer to it or held by it holds one, across all its
-   * agents) only while fewer than `limit` are held: one conditional write. False when full (or gone).
-   */
-  takeProviderPlace(providerId: string, limit: number): Promise<boolean>;
-  /** Gives back one of a provider's places; never below zero. */
-  releaseProviderPlace(providerId: string): Promise<void>;
-  /** Recovery on one machine: no run is on offer or held after a restart, so every provider holds none. */
-  resetProviderPlaces(): Promise<void>;
-  /**
-   * Sets a link run's `link` only while the run is running or cancelling and its link's `rev` is
-   * `expectedRev` (undefined: it has none yet). The run as written, or undefined when either failed.
-   */
-  updateRunLink(runId: string, expectedRev: number | undefined, link: RunLink): Promise<Run | undefined>;
-}
-
-export interface TenantLimits {
-  /** The clock minute (epoch ms / 60 000) the run arrives in. */
-  window: number;
-  runsPerWindow?: number;
-  places?: number;
-}
-
-export type TenantAdmission = 'admitted' | 'rate_limited' | 'places_full';
-
-export interface UsageQuery {
-  tenant?: string;
-  from: string;
-  to: string;
-  limit: number;
-  cursor?: string;
-}
+export type {
+  AgentRegistry,
+  ArrivalNotes,
+  AskChanges,
+  EventLog,
+  MessageClaims,
+  ProviderRegistry,
+  PushConfigs,
+  RecordProjections,
+  RunRecords,
+  RunStore,
+  TaskEntry,
+  TaskIndex,
+  TaskIndexQuery,
+  TenantAdmission,
+  TenantCounters,
+  TenantLimits,
+  Threads,
+  UsageQuery,
+  UsageRecords,
+} from './record/port.js';
 
 /** Where usage records also go as they are written (CloudWatch metrics on AWS). */
 export interface UsageMeter {

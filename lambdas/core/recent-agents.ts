@@ -53,12 +53,12 @@ export class RecentAgents extends Recent<Agent> {
  * the read: a dispatcher that never admits (AWS) still reads again every `RECENT_AGENT_MS`.
  */
 export async function agentForDispatch(
-  deps: { store: Pick<RunStore, 'getAgent'>; recentAgents?: RecentAgents },
+  deps: { store: Pick<RunStore, 'agents'>; recentAgents?: RecentAgents },
   agentId: string,
 ): Promise<Agent | undefined> {
   const recent = deps.recentAgents?.recent(agentId);
   if (recent) return recent;
-  const agent = await deps.store.getAgent(agentId);
+  const agent = await deps.store.agents.get(agentId);
   if (agent) deps.recentAgents?.remember(agent);
   return agent;
 }

@@ -54,12 +54,12 @@ export async function recover(core: Core): Promise<Recovery> {
     const entry = perThread.get(threadKey(run)) ?? { thread: { tenant: run.tenant, threadId: run.threadId }, holders: [] };
     perThread.set(threadKey(run), { ...entry, holders: [...entry.holders, run.runId] });
   }
-  for (const { thread, holders } of perThread.values()) await store.setUnsettled(thread, holders);
+  for (const { thread, holders } of perThread.values()) await store.threads.setPlaces(thread, holders);
   const perTenant = new Map<string, string[]>();
   for (const run of queued) if (run.tenantPlace) perTenant.set(run.tenant, [...(perTenant.get(run.tenant) ?? []), run.runId]);
-  await store.setTenantPlaces(perTenant);
+  await store.tenants.setPlaces(perTenant);
   // No link run is on offer or held after a restart (they were failed above): no provider holds a place.
-  await store.resetProviderPlaces();
+  await store.providers.resetPlaces();
   for (const run of queued) await core.ledger.enqueue(run, true);
 
   let rearmed = 0;
@@ -88,7 +88,7 @@ export async function recover(core: Core): Promise<Recovery> {
 async function reopenLostAnswers(core: Core, run: Run): Promise<void> {
   const lost: AskClosing = {};
   for (const [askId, ask] of Object.entries(run.asks ?? {})) {
-    if (ask.state !== 'open' && ask.state !== 'expired' && ask.closedByRunId !== undefined && !(await core.store.getRun(ask.closedByRunId))) {
+    if (ask.state !== 'open' && ask.state !== 'expired' && ask.closedByRunId !== undefined && !(await core.store.runs.get(ask.closedByRunId))) {
       lost[askId] = { state: ask.state, closedByRunId: ask.closedByRunId };
     }
   }
@@ -98,7 +98,7 @@ async function reopenLostAnswers(core: Core, run: Run): Promise<void> {
 async function* pages(store: RunStore, status: RunStatus): AsyncGenerator<Run[]> {
   let cursor: string | undefined;
   do {
-    const page = await store.pageRunsByStatus(status, { limit: BATCH, ...(cursor !== undefined ? { cursor } : {}) });
+    const page = await store.runs.pageByStatus(status, { limit: BATCH, ...(cursor !== undefined ? { cursor } : {}) });
     yield page.runs;
     cursor = page.cursor;
   } while (cursor !== undefined);

@@ -1,3 +1,4 @@
+import { taskEntryOf } from './a2a/task-state.js';
 import type { AskClosing } from './answers.js';
 import type { Core } from './deps.js';
 import type { Arrival } from './model.js';
@@ -15,11 +16,11 @@ export type RepairResult = 'enqueued' | 'settle_completed' | 'released' | 'nothi
  * dispatch would find it running and fail it.
  */
 export async function repairRun(core: Core, runId: string): Promise<RepairResult> {
-  const run = await core.store.getRun(runId);
+  const run = await core.store.runs.get(runId);
   if (!run) return 'nothing';
   if (run.status === 'queued') {
     // An interjection may wait queued for its sweep: its task is listed meanwhile.
-    await core.store.reindexTask(run);
+    await core.store.tasks.reindex(taskEntryOf(run));
     if (run.addressedRunId !== undefined) return 'nothing';
     await core.ledger.enqueue(run, true);
     return 'enqueued';
@@ -27,7 +28,7 @@ export async function repairRun(core: Core, runId: string): Promise<RepairResult
   if (run.status !== 'completed' && run.status !== 'failed' && run.status !== 'cancelled') return 'nothing';
   if (run.closingEvents) await core.ledger.repairEnd(run);
   // A settle is a run's last write: no later one would bring its task's index entry up to it.
-  await core.store.reindexTask(run);
+  await core.store.tasks.reindex(taskEntryOf(run));
   // Its dispatcher may have died after the settle, holding the thread's next message back until
   // the delivery's visibility timeout: the settled run's message goes now (the dispatcher's own
   // delete, if it lives, finds it gone).
@@ -63,11 +64,11 @@ export interface Sweep {
 export async function sweepArrivals(core: Core, before: string): Promise<Sweep> {
   const sweep: Sweep = { recorded: 0, givenBack: 0, handedOver: 0 };
   for (let page = 0; page < SWEEP_PAGES; page++) {
-    const arrivals = await core.store.listArrivals(before, SWEEP_PAGE);
+    const arrivals = await core.store.arrivals.list(before, SWEEP_PAGE);
     for (const arrival of arrivals) {
       // A repeat of the request noted since is under way (or another sweep took it): it is theirs.
-      if (!(await core.store.claimArrival(arrival))) continue;
-      const run = await core.store.getRun(arrival.runId);
+      if (!(await core.store.arrivals.claim(arrival))) continue;
+      const run = await core.store.runs.get(arrival.runId);
       if (run) {
         sweep.recorded += 1;
         // An interjection its door recorded and never handed over (the repair leaves interjections
@@ -80,7 +81,7 @@ export async function sweepArrivals(core: Core, before: string): Promise<Sweep> 
         await giveBack(core, arrival);
         sweep.givenBack += 1;
       }
-      await core.store.forgetArrival(arrival.runId);
+      await core.store.arrivals.forget(arrival.runId);
     }
     if (arrivals.length < SWEEP_PAGE) break;
   }
@@ -88,12 +89,12 @@ export async function sweepArrivals(core: Core, before: string): Promise<Sweep> 
 }
 
 async function giveBack(core: Core, arrival: Arrival): Promise<void> {
-  const waiting = arrival.answers === undefined ? undefined : await core.store.getRun(arrival.answers);
+  const waiting = arrival.answers === undefined ? undefined : await core.store.runs.get(arrival.answers);
   const closing: AskClosing = {};
   for (const [askId, ask] of Object.entries(waiting?.asks ?? {})) {
     if (ask.state !== 'open' && ask.closedByRunId === arrival.runId) closing[askId] = { state: ask.state, closedByRunId: arrival.runId };
   }
   if (waiting && Object.keys(closing).length > 0) await core.ledger.reopenAsks(waiting.runId, closing);
-  await core.store.abandonThread(arrival, arrival.runId);
-  await core.store.releaseTenantPlace(arrival.tenant, arrival.runId);
+  await core.store.threads.abandon(arrival, arrival.runId);
+  await core.store.tenants.releasePlace(arrival.tenant, arrival.runId);
 }

@@ -57,6 +57,6 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 /** The thread's conversation before a run, folded from the record: what an A2A run's agent is given first. */
 export async function threadHistory(deps: { store: RunStore }, run: Run): Promise<Message[]> {
-  const earlier = (await deps.store.listThreadRuns(run)).filter((other) => other.arrival < run.arrival && other.runId !== run.runId);
+  const earlier = (await deps.store.runs.listOfThread(run)).filter((other) => other.arrival < run.arrival && other.runId !== run.runId);
   return foldThread(deps.store, earlier);
 }

@@ -56,11 +56,11 @@ export async function startRun(core: Core, request: StartRunRequest): Promise<Re
   if (badId) return refuse('invalid_input', badId);
   const ref = { tenant: request.principal.tenant, threadId: input.threadId };
   // Three independent reads, in parallel: they are most of the time to a run's first event.
-  const [agent, existing, thread] = await Promise.all([store.getAgent(request.agentId), store.getRun(input.runId), store.getThread(ref)]);
+  const [agent, existing, thread] = await Promise.all([store.agents.get(request.agentId), store.runs.get(input.runId), store.threads.get(ref)]);
   if (!agent) return refuse('agent_not_found', `no agent named "${request.agentId}"`);
   core.recentAgents.remember(agent);
   if (existing) return attach(existing, request, input);
-  let waiting = thread?.waitingRunId ? await store.getRun(thread.waitingRunId) : undefined;
+  let waiting = thread?.waitingRunId ? await store.runs.get(thread.waitingRunId) : undefined;
   if (thread && (input.resume ?? []).length > 0 && openAsks(waiting).length === 0) {
     // An answer sent the moment its interrupt arrived may come before its run is the thread's
     // waiting run (that write follows the run's end, which the caller read): the thread's latest
@@ -83,11 +83,11 @@ const RECENT_RUNS = 3;
  * read again by key, where a read is consistent, besides the one the listing names.
  */
 async function latestWaiting(store: Core['store'], thread: Thread): Promise<Run | undefined> {
-  const listed = await store.listThreadRuns(thread);
+  const listed = await store.runs.listOfThread(thread);
   const named = listed.findLast((run) => run.status === 'completed' && openAsks(run).length > 0);
   const candidates = new Set([...listed.slice(-RECENT_RUNS).reverse(), ...(named ? [named] : [])].map((run) => run.runId));
   for (const runId of candidates) {
-    const run = await store.getRun(runId);
+    const run = await store.runs.get(runId);
     if (run?.status === 'completed' && openAsks(run).length > 0) return run;
   }
   return undefined;
@@ -124,7 +124,7 @@ export async function classify(core: Core, principal: Principal, input: RunAgent
   const addressed = agent.takesInterjections ? addressedRunIdOf(input) : undefined;
   if (addressed !== undefined && thread) {
     // The running run of this thread: another tenant's run of a thread with the same id is not it.
-    const target = await core.store.getRunOf(principal.tenant, addressed);
+    const target = await core.store.runs.getOf(principal.tenant, addressed);
     if (target && target.threadId === input.threadId && target.status === 'running') {
       return ok({ kind: 'interjection', target });
     }
@@ -187,7 +187,7 @@ export async function startLanded(core: Core, request: StartRunRequest, place: P
   // request whose function dies in between is found by the sweep (`sweepArrivals`). A request
   // that threw keeps its note: what it gave back on the way out may not all have gone.
   const runId = request.input.runId;
-  const noted = await core.store.noteArrival({
+  const noted = await core.store.arrivals.note({
     runId,
     tenant: request.principal.tenant,
     threadId: request.input.threadId,
@@ -199,7 +199,7 @@ export async function startLanded(core: Core, request: StartRunRequest, place: P
   }
   const admission = await admitRun(core, request.principal.tenant, runId);
   if (!admission.ok) {
-    await core.store.forgetArrival(runId);
+    await core.store.arrivals.forget(runId);
     return admission;
   }
   const admitted: AdmittedRequest = { ...request, tenantPlace: admission.value.place };
@@ -214,7 +214,7 @@ export async function startLanded(core: Core, request: StartRunRequest, place: P
   if (!started.ok) await withdraw(core, admission.value);
   // Not waited for: the caller's stream starts at once (a note left behind is the sweep's, which
   // finds its run recorded and only deletes it).
-  void core.store.forgetArrival(runId).catch(() => undefined);
+  void core.store.arrivals.forget(runId).catch(() => undefined);
   return started;
 }
 
@@ -279,7 +279,7 @@ async function land(core: Core, request: AdmittedRequest, place: Place, landing:
     if (!thread.ok) return thread;
     // A thread this request created holds its first run's place already: nothing waits or runs on it.
     if (thread.value.opened) {
-      undo.push(() => core.store.abandonThread(thread.value, input.runId));
+      undo.push(() => core.store.threads.abandon(thread.value, input.runId));
       return await accept(core, request, thread.value.arrivals, { rootRunId: input.runId });
     }
     switch (landing.kind) {
@@ -290,31 +290,31 @@ async function land(core: Core, request: AdmittedRequest, place: Place, landing:
           if (!closed) return refuseAnswer(core, landing.waiting);
           undo.push(() => core.ledger.reopenAsks(landing.waiting.runId, landing.closing));
         }
-        const arrival = await core.store.reserveArrival(landing.waiting, input.runId, undefined);
-        undo.push(() => core.store.releasePlace(landing.waiting, input.runId));
+        const arrival = await core.store.threads.reserveArrival(landing.waiting, input.runId, undefined);
+        undo.push(() => core.store.threads.releasePlace(landing.waiting, input.runId));
         return await accept(core, request, arrival ?? 0, lineageOf(input, landing));
       }
       case 'interjection': {
         // Dispatched at once beside the running run it names: it takes a place but does not wait for one.
-        const arrival = await core.store.reserveArrival(landing.target, input.runId, undefined);
-        undo.push(() => core.store.releasePlace(landing.target, input.runId));
+        const arrival = await core.store.threads.reserveArrival(landing.target, input.runId, undefined);
+        undo.push(() => core.store.threads.releasePlace(landing.target, input.runId));
         return await accept(core, request, arrival ?? 0, lineageOf(input, landing));
       }
       case 'ordinary': {
         // Places count runs not yet settled, so a thread holds one running run plus `threadQueueLimit` queued.
         const limit = core.settings.threadQueueLimit;
-        const arrival = await core.store.reserveArrival(thread.value, input.runId, limit + 1);
+        const arrival = await core.store.threads.reserveArrival(thread.value, input.runId, limit + 1);
         if (arrival === undefined) {
           return refuse('thread_queue_full', `thread "${thread.value.threadId}" already has ${limit} runs waiting`);
         }
-        undo.push(() => core.store.releasePlace(thread.value, input.runId));
+        undo.push(() => core.store.threads.releasePlace(thread.value, input.runId));
         return await accept(core, request, arrival, lineageOf(input, landing));
       }
     }
   } catch (error) {
     // A run that was recorded holds what it took (it may only have missed its queue message,
     // which the record says it needs); one that was not gives all of it back.
-    const recorded = await core.store.getRun(input.runId).catch(() => undefined);
+    const recorded = await core.store.runs.get(input.runId).catch(() => undefined);
     if (!recorded) for (const step of undo.reverse()) await step().catch(() => undefined);
     throw error;
   }
@@ -345,9 +345,9 @@ async function openThread(core: Core, request: StartRunRequest): Promise<Result<
     unsettled: 1,
     arrivals: 1,
   };
-  if (await core.store.createThread(fresh, request.input.runId)) return ok({ ...fresh, opened: true });
+  if (await core.store.threads.create(fresh, request.input.runId)) return ok({ ...fresh, opened: true });
   // Two first messages may race to create the thread; the loser reads the winner's and queues behind it.
-  const thread = await core.store.getThread(fresh);
+  const thread = await core.store.threads.get(fresh);
   if (!thread) return refuse('thread_not_found', `thread "${threadId}" could not be opened`);
   if (thread.agentId !== request.agentId) {
     return refuse('thread_agent_mismatch', `thread "${threadId}" belongs to agent "${thread.agentId}"`);
@@ -357,7 +357,7 @@ async function openThread(core: Core, request: StartRunRequest): Promise<Result<
 
 /** An answer that lost: the asks were answered by another, or expired, meanwhile. */
 async function refuseAnswer(core: Core, waiting: Run): Promise<Result<StartedRun>> {
-  const now = await core.store.getRun(waiting.runId);
+  const now = await core.store.runs.get(waiting.runId);
   const expired = Object.values(now?.asks ?? {}).filter((ask) => ask.state === 'expired');
   if (expired.length > 0) return refuseExpired(expired);
   return refuse('no_open_ask', 'the asks this input answers were already answered or closed');
@@ -369,7 +369,7 @@ async function accept(core: Core, request: AdmittedRequest, arrival: number, lin
   if (!(await core.ledger.queue(run))) {
     // The same runId raced in and holds the place this request took (a place is its run id's):
     // nothing to give back; answer as a repeat would.
-    const existing = await core.store.getRun(input.runId);
+    const existing = await core.store.runs.get(input.runId);
     return existing ? attach(existing, request, input) : refuse('run_id_conflict', `runId "${input.runId}" is taken`);
   }
   return ok({ run, attached: false });

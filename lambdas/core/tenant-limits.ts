@@ -23,7 +23,7 @@ export async function admitRun(deps: CoreDeps, tenant: string, runId: string): P
   if (runsPerWindow === undefined && places === undefined) return ok({ tenant, runId, place: false });
   const now = deps.clock.now();
   const window = Math.floor(now / MINUTE_MS);
-  const admission = await deps.store.admitTenantRun(tenant, runId, {
+  const admission = await deps.store.tenants.admit(tenant, runId, {
     window,
     ...(runsPerWindow !== undefined ? { runsPerWindow } : {}),
     ...(places !== undefined ? { places } : {}),
@@ -43,6 +43,6 @@ export async function admitRun(deps: CoreDeps, tenant: string, runId: string): P
  * after all (the same request raced in, or this one failed after recording it): the place is that run's.
  */
 export async function withdraw(deps: CoreDeps, admission: Admission): Promise<void> {
-  if (!admission.place || (await deps.store.getRun(admission.runId))) return;
-  await deps.store.releaseTenantPlace(admission.tenant, admission.runId);
+  if (!admission.place || (await deps.store.runs.get(admission.runId))) return;
+  await deps.store.tenants.releasePlace(admission.tenant, admission.runId);
 }

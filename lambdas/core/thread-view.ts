@@ -31,9 +31,9 @@ export interface RunSummary {
 }
 
 export async function threadView(deps: CoreDeps, threadId: string, principal: Principal): Promise<Result<ThreadView>> {
-  const thread = await deps.store.getThread({ tenant: principal.tenant, threadId });
+  const thread = await deps.store.threads.get({ tenant: principal.tenant, threadId });
   if (!thread) return refuse('thread_not_found', `no thread "${threadId}"`);
-  const runs = await deps.store.listThreadRuns(thread);
+  const runs = await deps.store.runs.listOfThread(thread);
   const waiting = runs.find((run) => run.runId === thread.waitingRunId);
   const active = runs.find((run) => run.status === 'running' || run.status === 'cancelling');
   return ok({

@@ -2,7 +2,8 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { runIdOfImage } from '../adapters/aws/dynamodb/store/changes.js';
 import { awsClients, createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
 import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
 
@@ -21,7 +22,7 @@ export function createRepair(options: Omit<WiringOptions, 'providers'>) {
       // One repair per run in a batch: it reads the run as it is now, so its later records add nothing.
       const seen = new Set<string>();
       for (const record of event.Records) {
-        const runId = runIdOf(record);
+        const runId = runIdOfImage(record.dynamodb?.NewImage);
         if (runId === undefined || seen.has(runId)) continue;
         seen.add(runId);
         try {
@@ -40,12 +41,6 @@ export function createRepair(options: Omit<WiringOptions, 'providers'>) {
     }
     return { batchItemFailures: [] };
   };
-}
-
-/** The run a runs-table record is of; undefined for the table's other items (they have no status). */
-function runIdOf(record: DynamoDBRecord): string | undefined {
-  const image = record.dynamodb?.NewImage;
-  return image?.status?.S !== undefined && image.rootRunId?.S !== undefined ? image.runId?.S : undefined;
 }
 
 let repair: ReturnType<typeof createRepair> | undefined;

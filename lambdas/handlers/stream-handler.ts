@@ -1,10 +1,10 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { DynamoDBClient, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { AttributeValue as StreamAttributeValue, Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { PushSenderSettings } from '../adapters/http/push-sender.js';
-import { RUN_EVENTS_TABLE, RUNS_TABLE, type TableNames } from '../adapters/aws/dynamodb/tables.js';
+import type { TableNames } from '../adapters/aws/dynamodb/tables.js';
+import { eventOfKeys, runOfImage } from '../adapters/aws/dynamodb/store/changes.js';
 import { pushForChange } from '../core/a2a/push.js';
 import { systemClock } from '../adapters/system-clock.js';
 import type { Run } from '../core/model.js';
@@ -13,15 +13,6 @@ import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
 import { InvocationPushSender, OutOfTime } from '../runtimes/push-delivery.js';
 import { awsClients, awsPushSender, createStore, tableNames, type Clients, type Environment } from '../runtimes/aws.js';
 import { traced } from '../runtimes/tracer.js';
-
-/** Attributes the runs table holds for its keys, indexes and expiry, not for the run. */
-const TABLE_ATTRIBUTES: readonly string[] = [
-  RUNS_TABLE.partitionKey,
-  RUNS_TABLE.sortKey,
-  RUNS_TABLE.byThread.partitionKey,
-  RUNS_TABLE.byTenant.partitionKey,
-  RUNS_TABLE.timeToLive,
-];
 
 /**
  * One run's part of a batch: its latest record from the runs table (a status change), or its new
@@ -95,16 +86,14 @@ export function changesIn(records: readonly DynamoDBRecord[], tables: TableNames
     const from = record.dynamodb?.SequenceNumber ?? '';
     const table = tableOf(record);
     if (table === tables.runs) {
-      const run = runOf(record);
+      const run = runOfImage(record.dynamodb?.NewImage);
       if (!run) continue;
       const key = `status ${run.runId}`;
       const earlier = changes.get(key);
       changes.set(key, { kind: 'status', runId: run.runId, run, from: earlier?.from ?? from });
     } else if (table === tables.runEvents && record.eventName === 'INSERT') {
-      const keys = record.dynamodb?.Keys;
-      const runId = keys?.[RUN_EVENTS_TABLE.partitionKey]?.S;
-      const seq = Number(keys?.[RUN_EVENTS_TABLE.sortKey]?.N);
-      if (runId === undefined || !Number.isInteger(seq)) continue;
+      const { runId, seq } = eventOfKeys(record.dynamodb?.Keys) ?? {};
+      if (runId === undefined || seq === undefined) continue;
       const key = `events ${runId}`;
       const earlier = changes.get(key);
       if (earlier?.kind === 'events') earlier.seqs.push(seq);
@@ -123,29 +112,13 @@ async function runChange(store: RunStore, recorded: RecordedChange): Promise<Run
   const wanted = new Set(recorded.seqs);
   const first = Math.min(...recorded.seqs);
   const last = Math.max(...recorded.seqs);
-  const events = await store.readEvents(recorded.runId, first - 1, last - first + 1);
+  const events = await store.events.read(recorded.runId, first - 1, last - first + 1);
   return { kind: 'events', runId: recorded.runId, events: events.filter((stored) => wanted.has(stored.seq)) };
 }
 
 /** arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<label> */
 function tableOf(record: DynamoDBRecord): string | undefined {
   return record.eventSourceARN?.split(':table/')[1]?.split('/stream/')[0];
-}
-
-/**
- * The run in a runs-table record, or undefined for the table's other items and for removals. Told
- * apart by shape, so this does not depend on the store's key layout.
- */
-function runOf(record: DynamoDBRecord): Run | undefined {
-  const image = record.dynamodb?.NewImage;
-  if (!image) return undefined;
-  // As the store reads them: caller JSON may hold numbers past 2^53, which stay (imprecise) numbers.
-  const item = unmarshall(image as Record<string, StreamAttributeValue> as Record<string, AttributeValue>, {
-    wrapNumbers: (value: string) => Number(value),
-  });
-  if (typeof item.runId !== 'string' || typeof item.status !== 'string' || typeof item.rootRunId !== 'string') return undefined;
-  for (const attribute of TABLE_ATTRIBUTES) delete item[attribute];
-  return item as Run;
 }
 
 let streamHandler: ReturnType<typeof createStreamHandler> | undefined;

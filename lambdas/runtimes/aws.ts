@@ -6,12 +6,13 @@ import type { SFNClient } from '@aws-sdk/client-sfn';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context } from 'hono';
+import { recordProjections } from '../core/a2a/task-state.js';
 import { createGateway, type Gateway } from '../core/gateway.js';
 import type { LinkDeps } from '../core/deps.js';
 import { ANONYMOUS, type Principal } from '../core/model.js';
 import type { AskTimer, Clock, IdSource, LinkedProvider, Provider, ThreadQueue, UsageMeter } from '../core/ports.js';
 import type { PrincipalResolver } from '../doors/principal.js';
-import { DynamoRunStore } from '../adapters/aws/dynamodb/run-store.js';
+import { createDynamoStore, type DynamoStore } from '../adapters/aws/dynamodb/store/store.js';
 import type { TableNames } from '../adapters/aws/dynamodb/tables.js';
 import { DEFAULT_PUSH_SENDER_SETTINGS, HttpPushSender, type PushSenderSettings } from '../adapters/http/push-sender.js';
 import type { PushKeys } from '../adapters/http/push-signing.js';
@@ -71,7 +72,7 @@ export interface WiringOptions {
   /** The thread queue made by the caller, in place of the ports' one: the bench's stand-in in one process. */
   queue?: ThreadQueue;
   /** The record, made by the caller to count its requests (the bench's cost model). */
-  store?: DynamoRunStore;
+  store?: DynamoStore;
   /** Where usage records go as metrics; by default CloudWatch, through Powertools' embedded metric format. */
   meter?: UsageMeter;
   /** The providers runs are dispatched to: only the dispatcher dispatches. */
@@ -206,8 +207,8 @@ export function tableNames(env: Environment): TableNames {
 }
 
 /** The record on DynamoDB. */
-export function createStore(options: { env: Environment; clients: Pick<Clients, 'dynamodb'> }): DynamoRunStore {
-  return new DynamoRunStore({ client: options.clients.dynamodb, tables: tableNames(options.env) });
+export function createStore(options: { env: Environment; clients: Pick<Clients, 'dynamodb'> }): DynamoStore {
+  return createDynamoStore({ client: options.clients.dynamodb, tables: tableNames(options.env), projections: recordProjections });
 }
 
 /**

@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
+import { recordProjections } from '../core/a2a/task-state.js';
 import { createGateway, type Gateway } from '../core/gateway.js';
 import type { Budget } from '../core/model.js';
 import type { Clock, IdSource, RunStore } from '../core/ports.js';
 import { apiKeyResolver, type ApiKeys } from '../doors/api-keys.js';
 import { createApp } from '../doors/app.js';
 import { openMode } from '../doors/principal.js';
-import { DynamoRunStore } from '../adapters/aws/dynamodb/run-store.js';
+import { createDynamoStore } from '../adapters/aws/dynamodb/store/store.js';
 import type { TableNames } from '../adapters/aws/dynamodb/tables.js';
 import { HttpPushSender, type PushSenderSettings } from '../adapters/http/push-sender.js';
 import { InProcessAskTimer } from '../adapters/local/ask-timer.js';
@@ -16,7 +17,7 @@ import { InProcessChangeFeed } from '../adapters/local/change-feed.js';
 import { InProcessPushDriver, noticingPushConfigs } from '../adapters/local/push-driver.js';
 import { dynaliteDirError, holdsOnlyDynalite, inUseError, markHolder, recordFile } from '../adapters/local/data-dir.js';
 import { ensureTables, inProcessDynamoClient, startDynalite } from '../adapters/local/dynalite.js';
-import { SqliteRunStore, StoreLocked } from '../adapters/local/sqlite-run-store.js';
+import { createSqliteStore, StoreLocked, type SqliteStore } from '../adapters/local/sqlite/store.js';
 import { InProcessThreadQueue } from '../adapters/local/thread-queue.js';
 import { takeTurn, takingTurns } from '../adapters/local/turns.js';
 import { systemClock } from '../adapters/system-clock.js';
@@ -157,11 +158,11 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
     { a2a: { push: sender } },
   );
   // An agent registered under the demo's id keeps it across restarts; the built-in is refreshed.
-  const demo = await store.getAgent(DEMO_AGENT.id);
-  if (!demo || demo.provider.kind === DEMO_AGENT.provider.kind) await store.putAgent(DEMO_AGENT);
-  for (const agent of fileAgents) await store.putAgent(agent);
+  const demo = await store.agents.get(DEMO_AGENT.id);
+  if (!demo || demo.provider.kind === DEMO_AGENT.provider.kind) await store.agents.put(DEMO_AGENT);
+  for (const agent of fileAgents) await store.agents.put(agent);
   if (fileAgents.length > 0) log(`registered ${fileAgents.map((agent) => agent.id).join(', ')} from ${settings.agentsFile}`);
-  for (const { id, problem } of unusableAgents(await store.listAgents())) {
+  for (const { id, problem } of unusableAgents(await store.agents.list())) {
     log(`warning: the agent "${id}" cannot be used as it is stored, and its runs will fail: ${problem}; register it again (PUT /admin/agents/${id}) to fix it`);
   }
   const recovery = await gateway.recover();
@@ -270,9 +271,9 @@ async function openRecord(settings: LocalSettings, log: (line: string) => void):
 function openSqlite(dir: string | undefined, log: (line: string) => void): OpenedRecord {
   if (dir !== undefined && holdsOnlyDynalite(dir)) throw dynaliteDirError(dir);
   const file = dir === undefined ? undefined : recordFile(dir);
-  let store: SqliteRunStore;
+  let store: SqliteStore;
   try {
-    store = new SqliteRunStore(file ?? ':memory:', log);
+    store = createSqliteStore(file ?? ':memory:', { projections: recordProjections, onCheckpointFailure: log });
   } catch (error) {
     if (error instanceof StoreLocked && dir !== undefined) throw inUseError(dir, error);
     throw error;
@@ -314,7 +315,7 @@ async function openDynalite(dir: string | undefined, settings: LocalSettings, lo
   starting = false;
   const release = dir === undefined ? () => {} : markHolder(dir);
   return {
-    store: new DynamoRunStore({ client, tables: TABLES }),
+    store: createDynamoStore({ client, tables: TABLES, projections: recordProjections }),
     record: { store: 'dynamodb', endpoint: dynalite.endpoint, tables: TABLES },
     async close() {
       await close();

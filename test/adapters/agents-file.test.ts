@@ -123,7 +123,7 @@ describe('the agents file', () => {
     const dataDir = join(dir, `stored-${++files}`);
     const first = await startTestGateway({ dataDir });
     // Stored as a PUT took it before header values were checked as HTTP does.
-    await first.store.putAgent({ ...DEMO_AGENT, id: 'legacy', provider: { kind: 'agui-http', url: 'http://127.0.0.1:9/agent', headers: { Authorization: `Bearer ${SECRET}…` } } });
+    await first.store.agents.put({ ...DEMO_AGENT, id: 'legacy', provider: { kind: 'agui-http', url: 'http://127.0.0.1:9/agent', headers: { Authorization: `Bearer ${SECRET}…` } } });
     await first.close();
 
     const lines: string[] = [];

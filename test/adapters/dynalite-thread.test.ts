@@ -1,8 +1,9 @@
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { DynamoRunStore } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
+import { DynamoStore, createDynamoStore } from '../../lambdas/adapters/aws/dynamodb/store/store.js';
 import { ensureTables, inProcessDynamoClient, localDynamoClient, startDynalite } from '../../lambdas/adapters/local/dynalite.js';
 import type { StoredEvent } from '../../lambdas/core/model.js';
+import { recordProjections } from '../../lambdas/core/a2a/task-state.js';
 
 const TABLES = { runs: 'runs', runEvents: 'run-events' };
 
@@ -16,12 +17,12 @@ describe('dynalite on its own thread, reached through its message port', () => {
     const viaHttp = localDynamoClient(dynamo.endpoint);
     try {
       await ensureTables(viaThread, TABLES);
-      const threadStore = new DynamoRunStore({ client: viaThread, tables: TABLES });
-      const httpStore = new DynamoRunStore({ client: viaHttp, tables: TABLES });
-      await threadStore.appendEvents(events('run-a', 60));
-      await httpStore.appendEvents(events('run-b', 3));
-      expect(await httpStore.readEvents('run-a', 0)).toEqual(events('run-a', 60).map((e) => ({ ...e, json: JSON.stringify(e.event) })));
-      expect((await threadStore.readEvents('run-b', 1)).map((e) => e.seq)).toEqual([2, 3]);
+      const threadStore = createDynamoStore({ client: viaThread, tables: TABLES, projections: recordProjections });
+      const httpStore = createDynamoStore({ client: viaHttp, tables: TABLES, projections: recordProjections });
+      await threadStore.events.append(events('run-a', 60));
+      await httpStore.events.append(events('run-b', 3));
+      expect(await httpStore.events.read('run-a', 0)).toEqual(events('run-a', 60).map((e) => ({ ...e, json: JSON.stringify(e.event) })));
+      expect((await threadStore.events.read('run-b', 1)).map((e) => e.seq)).toEqual([2, 3]);
     } finally {
       viaThread.destroy();
       viaHttp.destroy();
@@ -52,7 +53,7 @@ describe('dynalite on its own thread, reached through its message port', () => {
     const dynamo = await startDynalite();
     const client = inProcessDynamoClient(dynamo);
     await ensureTables(client, TABLES);
-    const store = new DynamoRunStore({ client, tables: TABLES });
+    const store = createDynamoStore({ client, tables: TABLES, projections: recordProjections });
     // Closed the moment the first of the write's requests reaches the thread.
     const transport = dynamo.transport;
     const handle = transport.handle.bind(transport);
@@ -62,9 +63,9 @@ describe('dynalite on its own thread, reached through its message port', () => {
       closed ??= dynamo.close();
       return answered;
     };
-    await expect(store.appendEvents(events('run-c', 20))).resolves.toBeUndefined();
+    await expect(store.events.append(events('run-c', 20))).resolves.toBeUndefined();
     await closed;
-    await expect(store.readEvents('run-c', 0)).rejects.toThrow('the local DynamoDB is closed');
+    await expect(store.events.read('run-c', 0)).rejects.toThrow('the local DynamoDB is closed');
     client.destroy();
   });
 
@@ -73,10 +74,10 @@ describe('dynalite on its own thread, reached through its message port', () => {
     const dynamo = await startDynalite({ onLost: (error) => lost.push(error) });
     const client = inProcessDynamoClient(dynamo);
     await ensureTables(client, TABLES);
-    const store = new DynamoRunStore({ client, tables: TABLES });
+    const store = createDynamoStore({ client, tables: TABLES, projections: recordProjections });
     // The thread dies under the gateway (as an out-of-memory end would take it).
     await (dynamo.transport as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
-    await expect(store.lastSeq('run-e')).rejects.toThrow('the local DynamoDB thread is gone');
+    await expect(store.events.lastSeq('run-e')).rejects.toThrow('the local DynamoDB thread is gone');
     expect(lost.map((error) => error.message)).toEqual(['the local DynamoDB thread is gone']);
     await dynamo.close();
     client.destroy();
@@ -91,14 +92,14 @@ describe('dynalite on its own thread, reached through its message port', () => {
       const first = await startDynalite({ path });
       const writer = inProcessDynamoClient(first);
       await ensureTables(writer, TABLES);
-      await new DynamoRunStore({ client: writer, tables: TABLES }).appendEvents(events('run-d', 5));
+      await createDynamoStore({ client: writer, tables: TABLES, projections: recordProjections }).events.append(events('run-d', 5));
       writer.destroy();
       await first.close();
 
       const second = await startDynalite({ path });
       const reader = inProcessDynamoClient(second);
       await ensureTables(reader, TABLES);
-      expect(await new DynamoRunStore({ client: reader, tables: TABLES }).lastSeq('run-d')).toBe(5);
+      expect(await createDynamoStore({ client: reader, tables: TABLES, projections: recordProjections }).events.lastSeq('run-d')).toBe(5);
       reader.destroy();
       await second.close();
     } finally {

@@ -37,14 +37,14 @@ describe('an interrupt', () => {
     ]);
     await h.send('/ask');
     await h.settled();
-    const asking = await h.store.getRun('run-1');
+    const asking = await h.store.runs.get('run-1');
     expect(asking).toMatchObject({ status: 'completed', outcome: 'interrupt' });
     expect(Object.values(asking?.asks ?? {}).map((a) => a.state)).toEqual(['open', 'open']);
 
     const answer = await h.send('yes', { resume: [resolved('i1'), resolved('i2')] });
     expect(answer).toMatchObject({ ok: true, value: { run: { parentRunId: 'run-1', rootRunId: 'run-1' } } });
     await h.settled();
-    const closed = await h.store.getRun('run-1');
+    const closed = await h.store.runs.get('run-1');
     expect(Object.values(closed?.asks ?? {}).map((a) => [a.state, a.closedByRunId])).toEqual([
       ['answered', 'run-2'],
       ['answered', 'run-2'],
@@ -61,7 +61,7 @@ describe('an interrupt', () => {
     expect(partial).toMatchObject({ ok: true, value: { run: { rootRunId: 'run-2' } } });
     expect(partial.ok && partial.value.run.parentRunId).toBeUndefined();
     await h.settled();
-    const asks = Object.values((await h.store.getRun('run-1'))?.asks ?? {});
+    const asks = Object.values((await h.store.runs.get('run-1'))?.asks ?? {});
     expect(asks.every((a) => a.state === 'open')).toBe(true);
   });
 
@@ -71,13 +71,13 @@ describe('an interrupt', () => {
     await h.send('/ask');
     await h.settled();
     // What the first attempt of the answer "answer-1" left: the ask closed for it, and no run.
-    await h.store.closeAsks('run-1', { i1: { state: 'answered', closedByRunId: 'answer-1' } });
+    await h.store.runs.closeAsks('run-1', { i1: { state: 'answered', closedByRunId: 'answer-1' } });
     expect(await h.send('', { runId: 'other', resume: [resolved('i1')] })).toMatchObject({ ok: false, code: 'no_open_ask' });
     const retried = await h.send('', { runId: 'answer-1', resume: [resolved('i1')] });
     expect(retried).toMatchObject({ ok: true, value: { attached: false, run: { runId: 'answer-1', parentRunId: 'run-1' } } });
     await h.settled();
-    expect(await h.store.getRun('answer-1')).toMatchObject({ status: 'completed' });
-    expect((await h.store.getThread(h.thread))?.unsettled).toBe(0);
+    expect(await h.store.runs.get('answer-1')).toMatchObject({ status: 'completed' });
+    expect((await h.store.threads.get(h.thread))?.unsettled).toBe(0);
   });
 
   it('takes an answer that arrives before its run is named the thread’s waiting run (the write after the end the caller read)', async () => {
@@ -86,7 +86,7 @@ describe('an interrupt', () => {
     await h.send('/ask');
     await h.settled();
     // As the record is between the run's end and the naming of its thread's waiting run.
-    await h.store.setWaitingRun(h.thread, 'an-earlier-run');
+    await h.store.threads.setWaitingRun(h.thread, 'an-earlier-run');
     expect(await h.send('', { resume: [resolved('i1')] })).toMatchObject({ ok: true, value: { run: { parentRunId: 'run-1' } } });
     await h.settled();
   });
@@ -97,10 +97,10 @@ describe('an interrupt', () => {
     interrupting(h, () => [{ id: 'i1', reason: 'confirmation' }]);
     await h.send('/ask');
     await h.settled();
-    await h.store.setWaitingRun(h.thread, 'an-earlier-run');
+    await h.store.threads.setWaitingRun(h.thread, 'an-earlier-run');
     // DynamoDB's byThread index, a moment behind the run's end: running, no asks yet.
-    const list = store.listThreadRuns.bind(store);
-    store.listThreadRuns = async (thread) => (await list(thread)).map(({ asks: _asks, ...run }) => ({ ...run, status: 'running' as const }));
+    const list = store.runs.listOfThread.bind(store.runs);
+    store.runs.listOfThread = async (thread) => (await list(thread)).map(({ asks: _asks, ...run }) => ({ ...run, status: 'running' as const }));
     expect(await h.send('', { resume: [resolved('i1')] })).toMatchObject({ ok: true, value: { run: { parentRunId: 'run-1' } } });
     await h.settled();
   });
@@ -110,7 +110,7 @@ describe('an interrupt', () => {
     await h.send('hello');
     await h.settled();
     expect(await h.send('yes', { resume: [resolved('nothing')] })).toMatchObject({ ok: false, code: 'no_open_ask' });
-    expect(await h.store.getRun('run-2')).toBeUndefined();
+    expect(await h.store.runs.get('run-2')).toBeUndefined();
   });
 
   it('lets exactly one of fifty concurrent answers win; the others get no_open_ask', async () => {
@@ -122,7 +122,7 @@ describe('an interrupt', () => {
     expect(answers.filter((a) => a.ok)).toHaveLength(1);
     expect(answers.filter((a) => !a.ok && a.code === 'no_open_ask')).toHaveLength(49);
     await h.settled();
-    const children = (await h.store.listThreadRuns(h.thread)).filter((r) => r.parentRunId === 'run-1');
+    const children = (await h.store.runs.listOfThread(h.thread)).filter((r) => r.parentRunId === 'run-1');
     expect(children).toHaveLength(1);
   });
 
@@ -136,11 +136,11 @@ describe('an interrupt', () => {
 
     h.clock.ms += 30_000;
     await h.gateway.expireAsks('run-1');
-    expect((await h.store.getRun('run-1'))?.asks?.i1.state).toBe('open');
+    expect((await h.store.runs.get('run-1'))?.asks?.i1.state).toBe('open');
 
     h.clock.ms += 30_000;
     await h.gateway.expireAsks('run-1');
-    expect((await h.store.getRun('run-1'))?.asks?.i1.state).toBe('expired');
+    expect((await h.store.runs.get('run-1'))?.asks?.i1.state).toBe('expired');
     expect(await h.send('too late', { resume: [resolved('i1')] })).toMatchObject({ ok: false, code: 'interrupt_expired' });
   });
 
@@ -152,7 +152,7 @@ describe('an interrupt', () => {
     await h.settled();
     h.clock.ms += 5_000;
     expect(await h.send('late', { resume: [resolved('i1')] })).toMatchObject({ ok: false, code: 'interrupt_expired' });
-    expect((await h.store.getRun('run-1'))?.asks?.i1.state).toBe('expired');
+    expect((await h.store.runs.get('run-1'))?.asks?.i1.state).toBe('expired');
   });
 
   it('closes an ask as cancelled when its resume entry says cancelled', async () => {
@@ -163,7 +163,7 @@ describe('an interrupt', () => {
     const answer = await h.send('never mind', { resume: [{ interruptId: 'i1', status: 'cancelled' }] });
     expect(answer.ok).toBe(true);
     await h.settled();
-    expect((await h.store.getRun('run-1'))?.asks?.i1).toMatchObject({ state: 'cancelled', closedByRunId: 'run-2' });
+    expect((await h.store.runs.get('run-1'))?.asks?.i1).toMatchObject({ state: 'cancelled', closedByRunId: 'run-2' });
   });
 
   it('never refuses an answer for a full thread queue', async () => {
@@ -171,7 +171,7 @@ describe('an interrupt', () => {
     interrupting(h, () => [{ id: 'i1', reason: 'confirmation' }]);
     await h.send('/ask');
     await h.settled();
-    await h.store.reserveArrival(h.thread, 'another', 1);
+    await h.store.threads.reserveArrival(h.thread, 'another', 1);
     expect(await h.send('ordinary')).toMatchObject({ ok: false, code: 'thread_queue_full' });
     expect((await h.send('yes', { resume: [resolved('i1')] })).ok).toBe(true);
     await h.settled();
@@ -192,7 +192,7 @@ describe('a tool call left without a result', () => {
     };
     await h.send('/tool');
     await h.settled();
-    const asking = await h.store.getRun('run-1');
+    const asking = await h.store.runs.get('run-1');
     expect(asking).toMatchObject({ status: 'completed', outcome: 'success' });
     expect(asking?.asks?.tc1).toMatchObject({ kind: 'tool_call', state: 'open', toolCallName: 'confirm' });
 
@@ -207,7 +207,7 @@ describe('a tool call left without a result', () => {
     });
     expect(answer).toMatchObject({ ok: true, value: { run: { parentRunId: 'run-1' } } });
     await h.settled();
-    expect((await h.store.getRun('run-1'))?.asks?.tc1.state).toBe('answered');
+    expect((await h.store.runs.get('run-1'))?.asks?.tc1.state).toBe('answered');
   });
 
   it('is not an ask when the run itself returned its result', async () => {
@@ -221,6 +221,6 @@ describe('a tool call left without a result', () => {
     };
     await h.send('search');
     await h.settled();
-    expect((await h.store.getRun('run-1'))?.asks).toBeUndefined();
+    expect((await h.store.runs.get('run-1'))?.asks).toBeUndefined();
   });
 });

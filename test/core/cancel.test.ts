@@ -24,7 +24,7 @@ describe('cancel', () => {
       { type: 'RUN_STARTED', threadId: 'thread-1', runId: 'run-2' },
       { type: 'RUN_FINISHED', threadId: 'thread-1', runId: 'run-2', outcome: { type: 'cancelled' } },
     ]);
-    expect((await h.store.getThread(h.thread))?.unsettled).toBe(0);
+    expect((await h.store.threads.get(h.thread))?.unsettled).toBe(0);
   });
 
   it('asks a running agent to stop; the run ends cancelled with its open message closed', async () => {
@@ -42,7 +42,7 @@ describe('cancel', () => {
     expect(cancelling).toMatchObject({ ok: true, value: { status: 'cancelling', cancelRequested: true } });
     await h.settled();
     expect(stopped).toBe(true);
-    expect(await h.store.getRun('run-1')).toMatchObject({ status: 'cancelled', reason: 'cancel_requested' });
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'cancelled', reason: 'cancel_requested' });
     expect((await h.events('run-1')).map((e) => e.event.type)).toEqual([
       'RUN_STARTED',
       'TEXT_MESSAGE_START',
@@ -60,12 +60,12 @@ describe('cancel', () => {
       yield { type: 'RUN_FINISHED', threadId: input.threadId, runId: input.runId };
     };
     await h.send('stubborn');
-    await eventually(async () => expect((await h.store.getRun('run-1'))?.status).toBe('running'));
+    await eventually(async () => expect((await h.store.runs.get('run-1'))?.status).toBe('running'));
     // The cancel is recorded and the agent asked to stop; this agent does not listen and finishes.
     expect(await h.gateway.cancelRun('run-1', ANONYMOUS)).toMatchObject({ ok: true, value: { status: 'cancelling' } });
     gate.open();
     await h.settled();
-    expect(await h.store.getRun('run-1')).toMatchObject({ status: 'completed', outcome: 'success', cancelRequested: true });
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'completed', outcome: 'success', cancelRequested: true });
   });
 
   it('records exactly one cancel of twenty concurrent requests', async () => {
@@ -76,7 +76,7 @@ describe('cancel', () => {
       await gate.wait;
     };
     await h.send('x');
-    await eventually(async () => expect((await h.store.getRun('run-1'))?.status).toBe('running'));
+    await eventually(async () => expect((await h.store.runs.get('run-1'))?.status).toBe('running'));
     const results = await Promise.all(Array.from({ length: 20 }, () => h.gateway.cancelRun('run-1', ANONYMOUS)));
     expect(results.every((r) => r.ok && r.value.status === 'cancelling')).toBe(true);
     gate.open();

@@ -23,7 +23,7 @@ describe('a store that refuses writes', () => {
 
     await h.send('lost');
     await h.send('next');
-    await eventually(async () => expect(await h.store.getRun('run-1')).toMatchObject({ status: 'failed', reason: 'store_unavailable' }), 15_000);
+    await eventually(async () => expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'failed', reason: 'store_unavailable' }), 15_000);
     down = false;
     next.open();
     await h.settled();
@@ -33,9 +33,9 @@ describe('a store that refuses writes', () => {
     expect((await readToEnd(h, 'run-1')).map((stored) => stored.event)).toEqual([
       { type: 'RUN_ERROR', code: 'store_unavailable', message: expect.stringContaining('did not take') },
     ]);
-    expect(await h.store.getRun('run-2')).toMatchObject({ status: 'completed' });
+    expect(await h.store.runs.get('run-2')).toMatchObject({ status: 'completed' });
     expect((await h.events('run-2')).map((stored) => stored.event.type).at(-1)).toBe('RUN_FINISHED');
-    expect((await h.store.getThread(h.thread))?.unsettled).toBe(0);
+    expect((await h.store.threads.get(h.thread))?.unsettled).toBe(0);
   });
 
   it('closes the log with RUN_ERROR store_unavailable once the store takes writes again, so a reader sees why', async () => {
@@ -45,7 +45,7 @@ describe('a store that refuses writes', () => {
     await h.send('hello');
     await h.settled();
 
-    expect(await h.store.getRun('run-1')).toMatchObject({ status: 'failed', reason: 'store_unavailable', lastSeq: 1 });
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'failed', reason: 'store_unavailable', lastSeq: 1 });
     const seen = await readToEnd(h, 'run-1');
     expect(seen.map((stored) => stored.event)).toEqual([
       { type: 'RUN_ERROR', code: 'store_unavailable', message: 'the store did not take write 1 of events' },

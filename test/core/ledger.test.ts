@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ANONYMOUS, type Run } from '../../lambdas/core/model.js';
 import type { RunChange, RunStore } from '../../lambdas/core/ports.js';
 import { eventually, Gate, harness, replyEvents } from '../support/core-harness.js';
-import { useStore } from '../support/stores.js';
+import { aroundCalls, useStore } from '../support/stores.js';
 
 const stores = useStore();
 const CORE = join(import.meta.dirname, '../../lambdas/core');
@@ -12,43 +12,35 @@ const CORE = join(import.meta.dirname, '../../lambdas/core');
 /** What the store took of runs' records, in order: each write that changed a run or its log. */
 type Write = { what: 'run'; run: Run } | { what: 'events'; runId: string; seqs: number[] };
 
+const RECORDED = new Set(['runs.create', 'runs.transition', 'runs.closeAsks', 'events.append', 'events.appendNew']);
+
 /** The store as the gateway uses it, telling `wrote` of every write of a run that the store took. */
 function recording(store: RunStore, writes: Write[]): RunStore {
   const run = (written: Run | boolean | undefined, fallback?: Run) => {
     if (written && typeof written === 'object') writes.push({ what: 'run', run: written });
     else if (written === true && fallback) writes.push({ what: 'run', run: fallback });
   };
-  return new Proxy(store, {
-    get(target, key) {
-      const value: unknown = Reflect.get(target, key, target);
-      if (typeof value !== 'function') return value;
-      const call = (...args: unknown[]) => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-      switch (key) {
-        case 'createRun':
-          return async (r: Run) => {
-            const created = (await call(r)) as boolean;
-            run(created, r);
-            return created;
-          };
-        case 'transitionRun':
-        case 'closeAsks':
-          return async (...args: unknown[]) => {
-            const written = (await call(...args)) as Run | undefined;
-            run(written);
-            return written;
-          };
-        case 'appendEvents':
-        case 'appendNew':
-          return async (events: { runId: string; seq: number }[]) => {
-            const taken = ((await call(events)) as number[] | undefined) ?? [];
-            const seqs = events.map((e) => e.seq).filter((seq) => !taken.includes(seq));
-            if (seqs.length > 0) writes.push({ what: 'events', runId: events[0].runId, seqs });
-            return taken;
-          };
-        default:
-          return value.bind(target);
+  return aroundCalls(store, async (call, args, invoke) => {
+    if (!RECORDED.has(call)) return invoke();
+    const result = await invoke();
+    switch (call) {
+      case 'runs.create':
+        run(result as boolean, args[0] as Run);
+        break;
+      case 'runs.transition':
+      case 'runs.closeAsks':
+        run(result as Run | undefined);
+        break;
+      case 'events.append':
+      case 'events.appendNew': {
+        const events = args[0] as { runId: string; seq: number }[];
+        const taken = (result as number[] | undefined) ?? [];
+        const seqs = events.map((e) => e.seq).filter((seq) => !taken.includes(seq));
+        if (seqs.length > 0) writes.push({ what: 'events', runId: events[0].runId, seqs });
+        break;
       }
-    },
+    }
+    return result;
   });
 }
 
@@ -87,7 +79,7 @@ describe("the run's record", () => {
     expect(await h.gateway.cancelRun('run-3', ANONYMOUS)).toMatchObject({ ok: true });
     await h.send('hold'); // run-4 runs until cancelled
     await h.send('queued'); // run-5 waits behind it, and is cancelled queued
-    await eventually(async () => expect((await h.store.getRun('run-4'))?.status).toBe('running'));
+    await eventually(async () => expect((await h.store.runs.get('run-4'))?.status).toBe('running'));
     expect(await h.gateway.cancelRun('run-5', ANONYMOUS)).toMatchObject({ ok: true, value: { status: 'cancelled' } });
     expect(await h.gateway.cancelRun('run-4', ANONYMOUS)).toMatchObject({ ok: true, value: { status: 'cancelling' } });
     await h.settled();
@@ -108,7 +100,7 @@ describe("the run's record", () => {
     // Read the moment the RUN_FINISHED is published: the first moment a reader could see it.
     const reads: Promise<Run | undefined>[] = [];
     h.feed.subscribeAll((change) => {
-      if (change.kind === 'events' && change.events.some((e) => e.event.type === 'RUN_FINISHED')) reads.push(h.store.getRun(change.runId));
+      if (change.kind === 'events' && change.events.some((e) => e.event.type === 'RUN_FINISHED')) reads.push(h.store.runs.get(change.runId));
     });
     await h.send('/ask');
     await h.settled();
@@ -116,7 +108,7 @@ describe("the run's record", () => {
     const atThatMoment = await reads[0];
     expect(atThatMoment).toMatchObject({ status: 'completed', outcome: 'interrupt', lastSeq: 2, asks: { i1: { state: 'open' } } });
     // Its record held the closing event until the log had it.
-    expect((await h.store.getRun('run-1'))?.closingEvents).toBeUndefined();
+    expect((await h.store.runs.get('run-1'))?.closingEvents).toBeUndefined();
     expect((await h.events('run-1')).map((e) => e.event.type)).toEqual(['RUN_STARTED', 'RUN_FINISHED']);
   });
 

@@ -58,7 +58,7 @@ async function linkedHarness(agent: { timeoutSeconds?: number; idleTimeoutSecond
   timer.start((job) => h.gateway.link.fire(job));
   const provider = generateKeyPair();
   expect(await h.gateway.link.providers.put({ providerId: 'p1', publicKey: provider.publicKey, agents: ['linked'], maxConcurrentRuns: 4 })).toMatchObject({ ok: true });
-  await h.store.putAgent({ id: 'linked', description: 'over a link', provider: { kind: 'link' }, takesInterjections: false, timeoutSeconds: agent.timeoutSeconds ?? 900, idleTimeoutSeconds: agent.idleTimeoutSeconds ?? 300 });
+  await h.store.agents.put({ id: 'linked', description: 'over a link', provider: { kind: 'link' }, takesInterjections: false, timeoutSeconds: agent.timeoutSeconds ?? 900, idleTimeoutSeconds: agent.idleTimeoutSeconds ?? 300 });
   let nonces = 0;
   const open = async (connectionId = 'c1') => {
     const proof = { v: 1 as const, providerId: 'p1', nonce: `nonce-of-the-test-${++nonces}`, time: h.clock.now(), gatewayKey: h.gateway.link.publicKey!, signature: '' };
@@ -96,11 +96,11 @@ describe('a link run’s frames', () => {
     const late = { v: 1 as const, type: 'events' as const, runId, events: [event(1, { type: 'RUN_STARTED', threadId: 'x', runId: 'y' }), event(2, { type: 'TEXT_MESSAGE_START', messageId: 'm', role: 'assistant' })] };
     // The frame with the end is handled first (as concurrent handlers on AWS may): the end waits for the log.
     await send({ v: 1, type: 'events', runId, events: [event(3, { type: 'TEXT_MESSAGE_CONTENT', messageId: 'm', delta: 'hi' }), event(4, { type: 'TEXT_MESSAGE_END', messageId: 'm' }), event(5, { type: 'RUN_FINISHED', threadId: 'x', runId: 'y' })] });
-    expect((await l.h.store.getRun(runId))?.status).toBe('running');
+    expect((await l.h.store.runs.get(runId))?.status).toBe('running');
     await send(late);
     await send(late);
     l.h.clock.advance(1_000);
-    await eventually(async () => expect((await l.h.store.getRun(runId))?.status).toBe('completed'));
+    await eventually(async () => expect((await l.h.store.runs.get(runId))?.status).toBe('completed'));
     await eventually(() => expect(l.channels.of('c1', 'settled')).toHaveLength(1));
     const log = await l.h.events(runId);
     expect(log.map((e) => [e.seq, e.event.type])).toEqual([
@@ -113,7 +113,7 @@ describe('a link run’s frames', () => {
     // The agent's ids are funduq's, its own kept under rawEvent.
     expect(log[0].event).toMatchObject({ threadId: 'thread-of-hello', runId, rawEvent: { threadId: 'x', runId: 'y' } });
     expect(l.channels.of('c1', 'settled')).toEqual([{ v: 1, type: 'settled', runId }]);
-    expect((await l.h.store.getProvider('p1'))?.places).toBe(0);
+    expect((await l.h.store.providers.get('p1'))?.places).toBe(0);
     // A repeat after the end changes nothing and tells the provider to forget the run.
     await send(late);
     expect(await l.h.events(runId)).toHaveLength(5);
@@ -127,7 +127,7 @@ describe('a link run’s frames', () => {
     await send({ v: 1, type: 'events', runId, events: [event(1, { type: 'RUN_STARTED', threadId: 'x', runId: 'y' })] });
     await send({ v: 1, type: 'accept', runId, offer: offer.offer });
     await send({ v: 1, type: 'events', runId, events: [event(2, { type: 'RUN_FINISHED', threadId: 'x', runId: 'y' })] });
-    await eventually(async () => expect((await l.h.store.getRun(runId))?.status).toBe('completed'));
+    await eventually(async () => expect((await l.h.store.runs.get(runId))?.status).toBe('completed'));
     expect((await l.h.events(runId)).map((e) => e.event.type)).toEqual(['RUN_STARTED', 'RUN_FINISHED']);
     // The accept that came second is no late verdict: the agent is not told to stop.
     expect(l.channels.of('c1', 'error')).toEqual([]);
@@ -140,7 +140,7 @@ describe('a link run’s frames', () => {
     const { runId, offer } = await offered(l);
     await send({ v: 1, type: 'accept', runId, offer: offer.offer });
     await send({ v: 1, type: 'events', runId, events: [event(1, { type: 'RUN_STARTED', threadId: 't', runId }), event(2, { type: 'TEXT_MESSAGE_CONTENT', messageId: 'nowhere', delta: 'hi' }), event(3, { type: 'RUN_FINISHED', threadId: 't', runId })] });
-    const run = await l.h.store.getRun(runId);
+    const run = await l.h.store.runs.get(runId);
     expect(run).toMatchObject({ status: 'failed', reason: 'provider_sent_malformed_event' });
     expect(run?.message).toMatch(/breaks the AG-UI event order/);
     expect((await l.h.events(runId)).map((e) => e.event.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_CONTENT', 'RUN_ERROR']);
@@ -167,9 +167,9 @@ describe('a link run’s clocks', () => {
     l.h.clock.advance(30_000);
     // It spoke since the last look: the idle clock starts again.
     await eventually(() => expect(l.timer.jobs).toContainEqual({ kind: 'idle', runId: quiet.runId, seq: 1 }));
-    expect((await l.h.store.getRun(quiet.runId))?.status).toBe('running');
+    expect((await l.h.store.runs.get(quiet.runId))?.status).toBe('running');
     l.h.clock.advance(30_000);
-    await eventually(async () => expect(await l.h.store.getRun(quiet.runId)).toMatchObject({ status: 'failed', reason: 'provider_idle' }));
+    await eventually(async () => expect(await l.h.store.runs.get(quiet.runId)).toMatchObject({ status: 'failed', reason: 'provider_idle' }));
     await eventually(() => expect(l.channels.of('c1', 'cancel')).toContainEqual({ v: 1, type: 'cancel', runId: quiet.runId, reason: 'provider_idle' }));
 
     const slow = await offered(l, 'slow');
@@ -180,9 +180,9 @@ describe('a link run’s clocks', () => {
       const jobs = l.timer.jobs.length;
       l.h.clock.advance(20_000);
       if (seq % 2 === 0) await eventually(() => expect(l.timer.jobs.length).toBeGreaterThan(jobs));
-      if (seq < 5) expect((await l.h.store.getRun(slow.runId))?.status).toBe('running');
+      if (seq < 5) expect((await l.h.store.runs.get(slow.runId))?.status).toBe('running');
     }
-    await eventually(async () => expect(await l.h.store.getRun(slow.runId)).toMatchObject({ status: 'failed', reason: 'provider_timeout', message: 'the run passed its limit of 100 s' }));
+    await eventually(async () => expect(await l.h.store.runs.get(slow.runId)).toMatchObject({ status: 'failed', reason: 'provider_timeout', message: 'the run passed its limit of 100 s' }));
   });
 
   it('offer an unanswered run again after 5 s, and the late answer to the first offer is told the offer was taken back', async () => {
@@ -193,10 +193,10 @@ describe('a link run’s clocks', () => {
     await eventually(() => expect(l.channels.of('c1', 'run')).toHaveLength(2));
     await send({ v: 1, type: 'accept', runId, offer: offer.offer });
     expect(l.channels.of('c1', 'cancel').filter((f) => f.type === 'cancel' && f.reason === 'offer_withdrawn')).toHaveLength(2);
-    expect((await l.h.store.getRun(runId))?.link?.accepted).toBeUndefined();
+    expect((await l.h.store.runs.get(runId))?.link?.accepted).toBeUndefined();
     await send({ v: 1, type: 'accept', runId, offer: offer.offer + 1 });
-    expect((await l.h.store.getRun(runId))?.link).toMatchObject({ accepted: true, offers: 2, providerId: 'p1' });
-    expect((await l.h.store.getProvider('p1'))?.places).toBe(1);
+    expect((await l.h.store.runs.get(runId))?.link).toMatchObject({ accepted: true, offers: 2, providerId: 'p1' });
+    expect((await l.h.store.providers.get('p1'))?.places).toBe(1);
   });
 
   it('fail at once a run its provider comes back without (it restarted), and carry on the ones it resumes', async () => {
@@ -212,12 +212,12 @@ describe('a link run’s clocks', () => {
     const again = await l.open('c2');
     await again({ v: 1, type: 'resume', runs: [kept.runId] });
     expect(l.channels.of('c2', 'resumed')).toEqual([{ v: 1, type: 'resumed', runs: [{ runId: kept.runId, lastSeq: 1 }], gone: [] }]);
-    expect(await l.h.store.getRun(lost.runId)).toMatchObject({ status: 'failed', reason: 'provider_left_holding_it' });
-    expect(await l.h.store.getRun(kept.runId)).toMatchObject({ status: 'running', link: { connectionId: 'c2' } });
+    expect(await l.h.store.runs.get(lost.runId)).toMatchObject({ status: 'failed', reason: 'provider_left_holding_it' });
+    expect(await l.h.store.runs.get(kept.runId)).toMatchObject({ status: 'running', link: { connectionId: 'c2' } });
     // The grace window of the closed link ends: the resumed run is not the closed link's any more.
     l.h.clock.advance(60_000);
     await again({ v: 1, type: 'events', runId: kept.runId, events: [event(2, { type: 'RUN_FINISHED', threadId: 't', runId: kept.runId })] });
-    expect(await l.h.store.getRun(kept.runId)).toMatchObject({ status: 'completed' });
+    expect(await l.h.store.runs.get(kept.runId)).toMatchObject({ status: 'completed' });
   });
 });
 
@@ -228,12 +228,12 @@ describe('a link run whose dispatcher hands it off and returns (AWS)', () => {
     Object.assign(l.h.queue, { release: async (hold: string) => void released.push(hold) });
     const send = await l.open();
     const { runId, offer } = await offered(l);
-    expect((await l.h.store.getRun(runId))?.link?.hold).toBe(`receipt-of-${runId}`);
+    expect((await l.h.store.runs.get(runId))?.link?.hold).toBe(`receipt-of-${runId}`);
     await send({ v: 1, type: 'accept', runId, offer: offer.offer });
     await send({ v: 1, type: 'events', runId, events: [event(1, { type: 'RUN_STARTED', threadId: 'x', runId: 'y' })] });
     expect(released).toEqual([]);
     await send({ v: 1, type: 'events', runId, events: [event(2, { type: 'RUN_FINISHED', threadId: 'x', runId: 'y' })] });
-    expect((await l.h.store.getRun(runId))?.status).toBe('completed');
+    expect((await l.h.store.runs.get(runId))?.status).toBe('completed');
     expect(released).toEqual([`receipt-of-${runId}`]);
   });
 
@@ -244,7 +244,7 @@ describe('a link run whose dispatcher hands it off and returns (AWS)', () => {
     const { runId, offer } = await offered(l);
     await send({ v: 1, type: 'accept', runId, offer: offer.offer });
     expect(await l.h.gateway.dispatchRun(runId, { receipt: 'receipt-of-the-second-receive' })).toBe('handed_off');
-    expect(await l.h.store.getRun(runId)).toMatchObject({ status: 'running', link: { accepted: true, hold: 'receipt-of-the-second-receive' } });
+    expect(await l.h.store.runs.get(runId)).toMatchObject({ status: 'running', link: { accepted: true, hold: 'receipt-of-the-second-receive' } });
     // A message without a hand-off behind it (a dispatcher that died before the run's first offer) still fails its run.
     await send({ v: 1, type: 'events', runId, events: [event(1, { type: 'RUN_STARTED', threadId: 'x', runId: 'y' }), event(2, { type: 'RUN_FINISHED', threadId: 'x', runId: 'y' })] });
     expect(await l.h.gateway.dispatchRun(runId, { receipt: 'receipt-of-a-third-receive' })).toBe('skipped');

@@ -50,10 +50,10 @@ describe('the agent a dispatch uses', () => {
     const store = await stores.freshStore();
     const clock = new FakeClock();
     const deps = { store, recentAgents: new RecentAgents(clock) };
-    await store.putAgent(agent('a', 'http://agents.test/v1'));
+    await store.agents.put(agent('a', 'http://agents.test/v1'));
     expect((await agentForDispatch(deps, 'a'))?.provider).toEqual({ kind: 'agui-http', url: 'http://agents.test/v1' });
     // Another process changes the definition; this one keeps dispatching.
-    await store.putAgent(agent('a', 'http://agents.test/v2'));
+    await store.agents.put(agent('a', 'http://agents.test/v2'));
     clock.ms += 1_000;
     expect((await agentForDispatch(deps, 'a'))?.provider).toEqual({ kind: 'agui-http', url: 'http://agents.test/v1' });
     clock.ms += 1_000;
@@ -62,9 +62,9 @@ describe('the agent a dispatch uses', () => {
 
   it('is read from the store every time without a memory of recent definitions, and is absent once deleted', async () => {
     const store = await stores.freshStore();
-    await store.putAgent(agent('b'));
+    await store.agents.put(agent('b'));
     expect((await agentForDispatch({ store }, 'b'))?.id).toBe('b');
-    await store.deleteAgent('b');
+    await store.agents.delete('b');
     expect(await agentForDispatch({ store }, 'b')).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ANONYMOUS } from '../../lambdas/core/model.js';
 import { eventually, Gate, harness, lastText, replyEvents, TEST_AGENT } from '../support/core-harness.js';
-import { useStore } from '../support/stores.js';
+import { aroundCalls, useStore } from '../support/stores.js';
 
 const stores = useStore();
 
@@ -11,7 +11,7 @@ describe('a run', () => {
     const started = await h.send('hello');
     expect(started.ok).toBe(true);
     await h.settled();
-    const run = await h.store.getRun('run-1');
+    const run = await h.store.runs.get('run-1');
     expect(run?.status).toBe('completed');
     expect(run?.outcome).toBe('success');
     const events = await h.events('run-1');
@@ -35,7 +35,7 @@ describe('a run', () => {
   it('binds a thread to the agent it was opened with', async () => {
     const h = await harness(await stores.freshStore());
     await h.send('hello');
-    await h.store.putAgent({ ...TEST_AGENT, id: 'other' });
+    await h.store.agents.put({ ...TEST_AGENT, id: 'other' });
     const refused = await h.gateway.startRun({ agentId: 'other', input: h.input('hi'), door: 'agui', principal: ANONYMOUS });
     expect(refused).toMatchObject({ ok: false, code: 'thread_agent_mismatch' });
   });
@@ -62,7 +62,7 @@ describe('a run', () => {
       theme: 'dark',
       funduq: { caller: { principal: 'anonymous', tenant: 'anonymous' }, door: 'agui' },
     });
-    expect((await h.store.getRun('run-1'))?.input.forwardedProps).toEqual({ theme: 'dark' });
+    expect((await h.store.runs.get('run-1'))?.input.forwardedProps).toEqual({ theme: 'dark' });
   });
 });
 
@@ -86,7 +86,7 @@ describe('the thread queue', () => {
     };
     for (let i = 0; i < 5; i++) expect((await h.send(`m${i}`)).ok).toBe(true);
     await eventually(() => expect(started).toEqual(['run-1']));
-    expect((await h.store.getRun('run-3'))?.status).toBe('queued');
+    expect((await h.store.runs.get('run-3'))?.status).toBe('queued');
     gate.open();
     await h.settled();
     expect(started).toEqual(['run-1', 'run-2', 'run-3', 'run-4', 'run-5']);
@@ -105,7 +105,7 @@ describe('the thread queue', () => {
     const refused = results.filter((r) => !r.ok);
     expect(refused).toHaveLength(3);
     expect(refused.every((r) => !r.ok && r.code === 'thread_queue_full')).toBe(true);
-    const runs = await h.store.listThreadRuns(h.thread);
+    const runs = await h.store.runs.listOfThread(h.thread);
     expect(runs).toHaveLength(9);
     gate.open();
     await h.settled();
@@ -129,8 +129,8 @@ describe('the thread queue', () => {
       principal: ANONYMOUS,
     });
     expect(other.ok).toBe(true);
-    await eventually(async () => expect((await store.getRun('run-2'))?.status).toBe('completed'));
-    expect((await store.getRun('run-1'))?.status).toBe('running');
+    await eventually(async () => expect((await store.runs.get('run-2'))?.status).toBe('completed'));
+    expect((await store.runs.get('run-1'))?.status).toBe('running');
     gate.open();
     await a.settled();
   });
@@ -145,7 +145,7 @@ describe('what an agent streams', () => {
     };
     await h.send('hi');
     await h.settled();
-    const run = await h.store.getRun('run-1');
+    const run = await h.store.runs.get('run-1');
     expect(run).toMatchObject({ status: 'failed', reason: 'provider_sent_malformed_event' });
     const events = await h.events('run-1');
     expect(events.map((e) => e.event.type)).toEqual(['RUN_STARTED', 'RUN_ERROR']);
@@ -164,7 +164,7 @@ describe('what an agent streams', () => {
     };
     await h.send('hi');
     await h.settled();
-    expect(await h.store.getRun('run-1')).toMatchObject({ status: 'failed', reason: 'provider_sent_malformed_event', message: expect.stringContaining(where) });
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'failed', reason: 'provider_sent_malformed_event', message: expect.stringContaining(where) });
     const events = await h.events('run-1');
     expect(events.map((e) => e.event)).toMatchObject([{ type: 'RUN_STARTED' }, { type: 'STATE_SNAPSHOT', snapshot: { tiny: 1e-200 } }, { type: 'RUN_ERROR', code: 'provider_sent_malformed_event' }]);
   });
@@ -180,7 +180,7 @@ describe('what an agent streams', () => {
     await h.send('hi');
     await h.settled();
     expect((await h.events('run-1'))[1].event).toEqual(future);
-    expect((await h.store.getRun('run-1'))?.status).toBe('completed');
+    expect((await h.store.runs.get('run-1'))?.status).toBe('completed');
   });
 
   it('fails a run whose stream ends without finishing', async () => {
@@ -190,7 +190,7 @@ describe('what an agent streams', () => {
     };
     await h.send('hi');
     await h.settled();
-    expect(await h.store.getRun('run-1')).toMatchObject({
+    expect(await h.store.runs.get('run-1')).toMatchObject({
       status: 'failed',
       reason: 'provider_stream_ended_without_finishing',
     });
@@ -209,7 +209,7 @@ describe('what an agent streams', () => {
     };
     await h.send('hi');
     await h.settled();
-    expect(await h.store.getRun('run-1')).toMatchObject({ status: 'failed', reason: 'overloaded', message: 'model overloaded' });
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'failed', reason: 'overloaded', message: 'model overloaded' });
     expect((await h.events('run-1')).map((e) => e.event.type)).toEqual(['RUN_STARTED', 'RUN_ERROR']);
   });
 
@@ -241,15 +241,9 @@ describe('what an agent streams', () => {
   it('lets a reader that watched the run from before it was created follow it whole without reading the store', async () => {
     const reads: string[] = [];
     const store = await stores.freshStore();
-    const counting = new Proxy(store, {
-      get(target, key) {
-        const value: unknown = Reflect.get(target, key, target);
-        if (key !== 'readEvents' && key !== 'getRun') return typeof value === 'function' ? value.bind(target) : value;
-        return (...args: unknown[]) => {
-          reads.push(`${String(key)} ${String(args[0])}`);
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
+    const counting = aroundCalls(store, (call, args, invoke) => {
+      if (call === 'events.read' || call === 'runs.get') reads.push(`${call} ${String(args[0])}`);
+      return invoke();
     });
     const h = await harness(counting);
     const started = await h.gateway.startAndFollow({ agentId: TEST_AGENT.id, input: h.input('hello'), door: 'agui', principal: ANONYMOUS });
@@ -263,20 +257,20 @@ describe('what an agent streams', () => {
     const replayed: number[] = [];
     for await (const stored of h.gateway.followRun('run-1', 0)) replayed.push(stored.seq);
     expect(replayed).toEqual(watched);
-    expect(reads).toContain('readEvents run-1');
+    expect(reads).toContain('events.read run-1');
   });
 
   it('stores a burst that arrived whole in slices of at most 100, in order, so readers need not wait for all of it', async () => {
     const store = await stores.freshStore();
     const writes: number[][] = [];
-    const appendEvents = store.appendEvents.bind(store);
-    store.appendEvents = async (events) => {
+    const appendEvents = store.events.append.bind(store.events);
+    store.events.append = async (events) => {
       writes.push(events.map((stored) => stored.seq));
       await appendEvents(events);
     };
     // The run's closing event is written by its end, first-write-wins.
-    const appendNew = store.appendNew.bind(store);
-    store.appendNew = async (events) => {
+    const appendNew = store.events.appendNew.bind(store.events);
+    store.events.appendNew = async (events) => {
       writes.push(events.map((stored) => stored.seq));
       return appendNew(events);
     };

@@ -4,7 +4,7 @@ import type { Principal } from '../../lambdas/core/model.js';
 import type { RunStore } from '../../lambdas/core/ports.js';
 import { userMessage } from '../support/a2a.js';
 import { eventually, Gate, harness, replyEvents, TEST_AGENT, type Harness } from '../support/core-harness.js';
-import { useStore } from '../support/stores.js';
+import { aroundCalls, useStore } from '../support/stores.js';
 
 const stores = useStore();
 
@@ -32,16 +32,10 @@ async function heldHarness(settings: Parameters<typeof harness>[1] = {}) {
 /** The store, noting each call made through it and what it found: what a request read, whatever the ids. */
 function noting(store: RunStore): { store: RunStore; reads: string[] } {
   const reads: string[] = [];
-  const proxy = new Proxy(store, {
-    get(target, key) {
-      const value: unknown = Reflect.get(target, key, target);
-      if (typeof value !== 'function') return value;
-      return async (...args: unknown[]) => {
-        const result: unknown = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-        reads.push(`${String(key)} → ${result === undefined ? 'nothing' : Array.isArray(result) ? `${result.length} found` : 'found'}`);
-        return result;
-      };
-    },
+  const proxy = aroundCalls(store, async (call, _args, invoke) => {
+    const result: unknown = await invoke();
+    reads.push(`${call} → ${result === undefined ? 'nothing' : Array.isArray(result) ? `${result.length} found` : 'found'}`);
+    return result;
   });
   return { store: proxy, reads };
 }
@@ -54,8 +48,8 @@ describe('threads of tenants', () => {
 
     // Both run at once: one thread id, but each tenant's own thread queue.
     await eventually(async () => {
-      expect((await h.store.getRun('run-1'))?.status).toBe('running');
-      expect((await h.store.getRun('run-2'))?.status).toBe('running');
+      expect((await h.store.runs.get('run-1'))?.status).toBe('running');
+      expect((await h.store.runs.get('run-2'))?.status).toBe('running');
     });
     gate.open();
     await h.settled();
@@ -77,12 +71,12 @@ describe('threads of tenants', () => {
     await h.settled();
     const view = await h.gateway.threadView('thread-1', ALICE);
     expect(view.ok && view.value.runs.map((r) => r.runId)).toEqual(['run-1', 'run-2']);
-    expect((await h.store.getRun('run-2'))?.principal).toBe('alma');
+    expect((await h.store.runs.get('run-2'))?.principal).toBe('alma');
   });
 
   it("does not let a tenant join another tenant's running run by naming it", async () => {
     const { h, gate } = await heldHarness();
-    await h.store.putAgent({ ...TEST_AGENT, takesInterjections: true });
+    await h.store.agents.put({ ...TEST_AGENT, takesInterjections: true });
     await sendAs(h, ALICE, 'long');
     const interjection = await sendAs(h, BOB, 'me too', {
       forwardedProps: { 'https://github.com/hukaichun/funduq/ext/interjection/v1/addressedRunId': 'run-1' },
@@ -138,7 +132,7 @@ describe('threads of tenants', () => {
       const foreign = reads.splice(0);
       await ask('unknown-id');
       expect({ what, reads: foreign }).toEqual({ what, reads: reads.splice(0) });
-      expect({ what, found: foreign.filter((read) => !read.startsWith('getAgent') && !read.endsWith('nothing')) }).toEqual({ what, found: [] });
+      expect({ what, found: foreign.filter((read) => !read.startsWith('agents.get') && !read.endsWith('nothing')) }).toEqual({ what, found: [] });
     }
   });
 });
@@ -151,8 +145,8 @@ describe("a tenant's limits", () => {
 
     const refused = await sendAs(h, ALMA, 'one more', { threadId: 'fresh' });
     expect(refused).toEqual({ ok: false, code: 'tenant_rate_limited', message: expect.stringContaining('5 runs'), retryAfterSeconds: 15 });
-    expect(await h.store.getThread({ tenant: 'acme', threadId: 'fresh' })).toBeUndefined();
-    expect(await h.store.getRun('run-6')).toBeUndefined();
+    expect(await h.store.threads.get({ tenant: 'acme', threadId: 'fresh' })).toBeUndefined();
+    expect(await h.store.runs.get('run-6')).toBeUndefined();
     expect(await sendAs(h, BOB, 'another tenant', { threadId: 'fresh' })).toMatchObject({ ok: true });
 
     h.clock.ms += 15_000;
@@ -165,7 +159,7 @@ describe("a tenant's limits", () => {
     expect(await sendAs(h, ALICE, 'a', { threadId: 'one' })).toMatchObject({ ok: true });
     expect(await sendAs(h, ALICE, 'b', { threadId: 'two' })).toMatchObject({ ok: true });
     expect(await sendAs(h, ALICE, 'c', { threadId: 'three' })).toMatchObject({ ok: false, code: 'tenant_concurrency_limited' });
-    expect(await h.store.getThread({ tenant: 'acme', threadId: 'three' })).toBeUndefined();
+    expect(await h.store.threads.get({ tenant: 'acme', threadId: 'three' })).toBeUndefined();
     expect(await sendAs(h, BOB, 'b', { threadId: 'three' })).toMatchObject({ ok: true });
 
     gate.open();
@@ -197,22 +191,22 @@ describe("a tenant's limits", () => {
     expect(await sendAs(h, ALICE, 'too many', { threadId: 'other-3' })).toMatchObject({ ok: false, code: 'tenant_concurrency_limited' });
     gate.open();
     await h.settled();
-    expect((await h.store.getRun('run-1'))?.tenantPlace).toBe(true);
+    expect((await h.store.runs.get('run-1'))?.tenantPlace).toBe(true);
   });
 
   it('counts no place for a tenant when no limit is set', async () => {
     const h = await harness(await stores.freshStore());
     await sendAs(h, ALICE, 'free');
     await h.settled();
-    expect((await h.store.getRun('run-1'))?.tenantPlace).toBeUndefined();
+    expect((await h.store.runs.get('run-1'))?.tenantPlace).toBeUndefined();
   });
 
   it('sets the tenants’ places from the queued runs on recovery', async () => {
     const h = await harness(await stores.freshStore(), { settings: { tenantConcurrentRuns: 2 } });
     // What a gateway killed at the wrong moment leaves: a queued run holding a place, and a count past it.
     const input = h.input('left queued');
-    await h.store.createThread({ ...h.thread, agentId: TEST_AGENT.id, createdAt: '2026-01-01T00:00:00.000Z', unsettled: 1, arrivals: 1 }, input.runId);
-    await h.store.createRun({
+    await h.store.threads.create({ ...h.thread, agentId: TEST_AGENT.id, createdAt: '2026-01-01T00:00:00.000Z', unsettled: 1, arrivals: 1 }, input.runId);
+    await h.store.runs.create({
       runId: input.runId,
       threadId: input.threadId,
       agentId: TEST_AGENT.id,
@@ -226,14 +220,14 @@ describe("a tenant's limits", () => {
       createdAt: '2026-01-01T00:00:00.000Z',
       tenantPlace: true,
     });
-    await h.store.admitTenantRun(h.thread.tenant, input.runId, { window: 0, places: 2 });
-    await h.store.admitTenantRun(h.thread.tenant, 'leaked', { window: 0, places: 2 });
+    await h.store.tenants.admit(h.thread.tenant, input.runId, { window: 0, places: 2 });
+    await h.store.tenants.admit(h.thread.tenant, 'leaked', { window: 0, places: 2 });
     expect(await h.send('refused', { threadId: 'elsewhere' })).toMatchObject({ ok: false, code: 'tenant_concurrency_limited' });
 
     await h.gateway.recover();
     await h.settled();
 
-    expect((await h.store.getRun(input.runId))?.status).toBe('completed');
+    expect((await h.store.runs.get(input.runId))?.status).toBe('completed');
     expect(await h.send('one', { threadId: 'a' })).toMatchObject({ ok: true });
     expect(await h.send('two', { threadId: 'b' })).toMatchObject({ ok: true });
     await h.settled();

@@ -86,7 +86,7 @@ function usageAgent(h: Harness) {
 
 async function priced(store?: RunStore): Promise<Harness> {
   const h = await harness(store ?? (await dynamo.freshStore()));
-  await h.store.putAgent(PRICED);
+  await h.store.agents.put(PRICED);
   usageAgent(h);
   return h;
 }
@@ -148,9 +148,9 @@ describe('a usage record', () => {
 
   it('is written for a cancelled run with the partial usage its agent reported, and for an agent without prices with no cost', async () => {
     const h = await priced();
-    await h.store.putAgent({ ...TEST_AGENT, id: 'free' });
+    await h.store.agents.put({ ...TEST_AGENT, id: 'free' });
     await sendAs(h, ALICE, 'hold', 't1');
-    await eventually(async () => expect((await h.store.getRun('run-1'))?.status).toBe('running'));
+    await eventually(async () => expect((await h.store.runs.get('run-1'))?.status).toBe('running'));
     await h.gateway.cancelRun('run-1', ALICE);
     await h.settled();
     await h.gateway.startRun({ agentId: 'free', input: h.input('silent', { threadId: 't2' }), door: 'agui', principal: ALICE });
@@ -168,7 +168,7 @@ describe('a usage record', () => {
     input.messages.unshift({ id: 'context', role: 'user', content: 'c'.repeat(300_000) });
     expect(await h.gateway.startRun({ agentId: TEST_AGENT.id, input, door: 'agui', principal: ALICE })).toMatchObject({ ok: true });
     await h.settled();
-    const run = await h.store.getRun('run-1');
+    const run = await h.store.runs.get('run-1');
     expect(run).toMatchObject({ status: 'completed', lastSeq: 2 });
     expect(run?.closingEvents).toBeUndefined();
     expect((await h.events('run-1')).map((stored) => stored.event.type)).toEqual(['RUN_STARTED', 'RUN_FINISHED']);
@@ -180,8 +180,8 @@ describe('a usage record', () => {
   it('is completed by a restart when its writer stopped right after the end was written, also when the closing events went to the log', async () => {
     const store = await dynamo.freshStore();
     let dying = true;
-    const release = store.releasePlace.bind(store);
-    store.releasePlace = async (thread, holder) => {
+    const release = store.threads.releasePlace.bind(store.threads);
+    store.threads.releasePlace = async (thread, holder) => {
       // The process died here: nothing after this write happens.
       if (dying) return new Promise<never>(() => {});
       return release(thread, holder);
@@ -190,14 +190,14 @@ describe('a usage record', () => {
     const input = h.input('long end', { threadId: 't1' });
     input.messages.unshift({ id: 'context', role: 'user', content: 'c'.repeat(300_000) });
     await h.gateway.startRun({ agentId: TEST_AGENT.id, input, door: 'agui', principal: ALICE });
-    await eventually(async () => expect((await h.store.getRun('run-1'))?.status).toBe('completed'));
+    await eventually(async () => expect((await h.store.runs.get('run-1'))?.status).toBe('completed'));
     expect(await records(h)).toEqual([]);
 
     dying = false;
     await h.gateway.recover();
-    expect((await h.store.getThread({ tenant: ALICE.tenant, threadId: 't1' }))?.unsettled).toBe(0);
+    expect((await h.store.threads.get({ tenant: ALICE.tenant, threadId: 't1' }))?.unsettled).toBe(0);
     expect(await records(h)).toMatchObject([{ runId: 'run-1', tokens: TWO_MODELS }]);
-    expect((await h.store.getRun('run-1'))?.closingEvents).toBeUndefined();
+    expect((await h.store.runs.get('run-1'))?.closingEvents).toBeUndefined();
   });
 
   it('is written once: a repeated settle, a redelivered dispatch and a restart write nothing new and charge nothing twice', async () => {
@@ -207,12 +207,12 @@ describe('a usage record', () => {
     await h.settled();
     expect(await h.gateway.dispatchRun('run-1')).toBe('skipped');
     await h.gateway.recover();
-    expect(await h.store.putUsageRecord((await records(h))[0])).toBe(false);
+    expect(await h.store.usage.put((await records(h))[0])).toBe(false);
     // The end's work done again, as a restart does for a record that still holds its closing events.
     const terminal = (await h.events('run-1')).at(-1)!.event;
-    await h.store.transitionRun('run-1', ['completed'], { status: 'completed', closingEvents: [terminal] });
+    await h.store.runs.transition('run-1', ['completed'], { status: 'completed', closingEvents: [terminal] });
     await h.gateway.recover();
-    expect((await h.store.getRun('run-1'))?.closingEvents).toBeUndefined();
+    expect((await h.store.runs.get('run-1'))?.closingEvents).toBeUndefined();
 
     expect(await records(h)).toHaveLength(1);
     const tenant = await h.gateway.usage.tenant(ALICE.tenant);
@@ -222,28 +222,28 @@ describe('a usage record', () => {
   it('is written for a run whose settle was cut short, when the gateway starts again', async () => {
     const store = await dynamo.freshStore();
     let failing = true;
-    const put = store.putUsageRecord.bind(store);
-    store.putUsageRecord = async (record) => {
+    const put = store.usage.put.bind(store.usage);
+    store.usage.put = async (record) => {
       if (failing) throw new Error('the store went away');
       return put(record);
     };
     const h = await priced(store);
     await sendAs(h, ALICE, 'finish', 't1');
     await h.settled();
-    expect((await h.store.getRun('run-1'))?.closingEvents).toHaveLength(1);
+    expect((await h.store.runs.get('run-1'))?.closingEvents).toHaveLength(1);
     expect(await records(h)).toEqual([]);
 
     failing = false;
     await h.gateway.recover();
     expect((await records(h)).map((record) => record.runId)).toEqual(['run-1']);
-    expect((await h.store.getRun('run-1'))?.closingEvents).toBeUndefined();
+    expect((await h.store.runs.get('run-1'))?.closingEvents).toBeUndefined();
   });
 });
 
 describe('usage, summed', () => {
   it('sums by agent, day and model exactly, and an A2A task carries the sum over its lineage', async () => {
     const h = await priced();
-    await h.store.putAgent({ ...TEST_AGENT, id: 'free' });
+    await h.store.agents.put({ ...TEST_AGENT, id: 'free' });
     await sendAs(h, ALICE, 'finish', 't1'); // day 1, priced, two models
     await h.settled();
     h.clock.advance(86_400_000);

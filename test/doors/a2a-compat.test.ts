@@ -88,7 +88,7 @@ beforeAll(async () => {
   gateway = await startTestGateway({ pushAllowHttp: true, push: { allowLoopback: true } });
   const locked = await startLockedAgent();
   lockedAgent = locked.server;
-  await gateway.store.putAgent({ ...DEMO_AGENT, id: 'locked', description: 'asks for credentials', provider: { kind: 'agui-http', url: locked.url } });
+  await gateway.store.agents.put({ ...DEMO_AGENT, id: 'locked', description: 'asks for credentials', provider: { kind: 'agui-http', url: locked.url } });
   // As a 0.3 client finds the agent: its 0.3 card, JSON-RPC at `url`, HTTP+JSON in `additionalInterfaces`.
   const legacyCard = await (await fetch(`${gateway.url}/a2a/demo/.well-known/agent-card.json`)).json();
   const card = AgentCard.fromJSON(await (await fetch(`${gateway.url}/a2a/demo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json());

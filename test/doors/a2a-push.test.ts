@@ -115,7 +115,7 @@ describe('push notification delivery', () => {
     try {
       const task = asTask(await client.sendMessage(send(userMessage('nobody hears'), { taskPushNotificationConfig: pushConfig('', broken.url, { id: 'dead' }) })));
       await eventually(async () => {
-        const config = await gateway.store.getPushConfig(task.id, 'dead');
+        const config = await gateway.store.pushConfigs.get(task.id, 'dead');
         expect(config?.deadLetter).toMatchObject({ attempts: 3, error: expect.stringContaining('500') });
       });
     } finally {
@@ -128,7 +128,7 @@ describe('push notification delivery', () => {
     try {
       const task = asTask(await client.sendMessage(send(userMessage('go elsewhere'), { taskPushNotificationConfig: pushConfig('', moving.url, { id: 'moved' }) })));
       await eventually(async () => {
-        const config = await gateway.store.getPushConfig(task.id, 'moved');
+        const config = await gateway.store.pushConfigs.get(task.id, 'moved');
         expect(config?.deadLetter).toMatchObject({ attempts: 1, error: expect.stringContaining('302') });
       });
     } finally {

@@ -9,7 +9,7 @@ let gateway: LocalGateway;
 
 beforeAll(async () => {
   gateway = await startTestGateway();
-  await gateway.store.putAgent({ ...DEMO_AGENT, id: 'other', description: 'another demo agent' });
+  await gateway.store.agents.put({ ...DEMO_AGENT, id: 'other', description: 'another demo agent' });
 });
 afterAll(async () => {
   await gateway?.close();

@@ -27,7 +27,7 @@ const clock = new FakeClock(Date.now());
 
 beforeAll(async () => {
   gateway = await startTestGateway({ threadQueueLimit: 2, clock });
-  await gateway.store.putAgent({ ...DEMO_AGENT, id: 'other', description: 'another demo agent' });
+  await gateway.store.agents.put({ ...DEMO_AGENT, id: 'other', description: 'another demo agent' });
 });
 afterAll(async () => {
   await gateway?.close();
@@ -82,7 +82,7 @@ describe('the A2A agent card', () => {
   });
 
   it('lists the skills the registry gives an agent, and the interjection extension when it takes interjections', async () => {
-    await gateway.store.putAgent({
+    await gateway.store.agents.put({
       ...DEMO_AGENT,
       id: 'skilled',
       takesInterjections: true,
@@ -314,7 +314,7 @@ describe.each(BINDINGS)('the A2A door over %s', (binding) => {
 
 describe('an interjection through A2A', () => {
   it('is dispatched beside the running task it names by request metadata, which keeps running', async () => {
-    await gateway.store.putAgent({ ...DEMO_AGENT, id: 'joiner', takesInterjections: true });
+    await gateway.store.agents.put({ ...DEMO_AGENT, id: 'joiner', takesInterjections: true });
     const client = await a2aClient(gateway, 'JSONRPC', 'joiner');
     const running = asTask(await client.sendMessage(send(userMessage('/slow 300'), { returnImmediately: true })));
     await eventually(async () => expect(stateName((await client.getTask({ id: running.id, tenant: '' })).status?.state)).toBe('TASK_STATE_WORKING'));

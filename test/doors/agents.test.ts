@@ -192,8 +192,8 @@ async function runThrough(agentId: string, text = 'hello', base: { url: string }
 
 /** A settled run's log, once its settle has appended the closing events its record held (a caller may read them from there first). */
 async function storedEvents(runId: string): Promise<Event[]> {
-  await eventually(async () => expect((await gateway.store.getRun(runId))?.closingEvents).toBeUndefined());
-  return (await gateway.store.readEvents(runId, 0)).map((stored) => stored.event);
+  await eventually(async () => expect((await gateway.store.runs.get(runId))?.closingEvents).toBeUndefined());
+  return (await gateway.store.events.read(runId, 0)).map((stored) => stored.event);
 }
 
 describe('an AG-UI agent registered by its URL', () => {

@@ -225,7 +225,7 @@ describe('a hostile agent', () => {
       // The agent reads the last user message: the padding goes before it.
       const messages = [{ id: `${runId}-pad`, role: 'user', content: 'x'.repeat(padding) }, { id: `${runId}-m`, role: 'user', content: said }];
       await readSse(await postRaw(gateway, 'hostile', JSON.stringify({ threadId: `h-${runId}`, runId, messages })));
-      return gateway.store.getRun(runId);
+      return gateway.store.runs.get(runId);
     };
     expect(await ending('wide-small-input', 'wide-ask', 10)).toMatchObject({ status: 'completed', outcome: 'interrupt', asks: { wide: { state: 'open' } } });
     expect(await ending('wide-large-input', 'wide-ask', 300 * 1024)).toMatchObject({ status: 'failed', reason: 'provider_event_too_large' });
@@ -237,7 +237,7 @@ describe('a hostile agent', () => {
     expect(live.filter((event) => event.data.type === 'RUN_STARTED')).toHaveLength(1);
     expect(live.filter((event) => event.data.type === 'TEXT_MESSAGE_END')).toHaveLength(1);
     expect(ended).toMatchObject({ status: 'completed' });
-    const stored = await gateway.store.getRun('restart');
+    const stored = await gateway.store.runs.get('restart');
     expect(stored?.droppedEvents).toEqual({ count: 2, first: 'a second RUN_STARTED' });
 
     const agent = aguiAgent(gateway, 'h-stock', 'hostile');
@@ -266,7 +266,7 @@ describe('ids outside Latin-1', () => {
     expect(response.status).toBe(400);
     const { error } = (await response.json()) as { error: { code: string; message: string } };
     expect(error).toMatchObject({ code: 'invalid_input', message: `${field} must be well-formed Unicode (it holds a lone surrogate)` });
-    expect(await gateway.store.getRun(ids.runId)).toBeUndefined();
+    expect(await gateway.store.runs.get(ids.runId)).toBeUndefined();
   });
 
   it.each([
@@ -283,6 +283,6 @@ describe('ids outside Latin-1', () => {
     const { events } = await readSse(response);
     expect(events[0].data).toMatchObject({ type: 'RUN_STARTED', threadId, runId });
     expect(events.at(-1)?.data.type).toBe('RUN_FINISHED');
-    expect((await gateway.store.getRun(runId))?.status).toBe('completed');
+    expect((await gateway.store.runs.get(runId))?.status).toBe('completed');
   });
 });

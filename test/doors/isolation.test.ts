@@ -58,7 +58,7 @@ beforeAll(async () => {
   const asked = await readSse(await aguiA('demo', { threadId: a.thread, runId: a.ask, messages: [userMessage('/ask')] }));
   a.interruptId = (asked.events.at(-1)?.data.outcome as { interrupts: { id: string }[] }).interrupts[0].id;
   void aguiA('held', { threadId: a.busyThread, runId: a.running, messages: [userMessage(SECRET)] });
-  await eventually(async () => expect((await gateway.store.getRun(a.running))?.status).toBe('running'));
+  await eventually(async () => expect((await gateway.store.runs.get(a.running))?.status).toBe('running'));
   await aguiA('held', { threadId: a.busyThread, runId: a.queued, messages: [userMessage(SECRET)] });
 
   const client = await a2aClient(gateway, 'JSONRPC', 'demo', A_KEY);
@@ -147,9 +147,9 @@ describe("tenant B naming tenant A's ids", () => {
     probes.push({ route: 'POST /agui/{agent} with the run id', door: 'agui', leak: refusal.includes(SECRET) || refusal.includes(a.thread) });
 
     const store = gateway.store;
-    expect((await store.getRun(a.running))?.status).toBe('running');
-    expect((await store.getRun(a.queued))?.status).toBe('queued');
-    expect(Object.values((await store.getRun(a.ask))?.asks ?? {}).map((ask) => ask.state)).toEqual(['open']);
+    expect((await store.runs.get(a.running))?.status).toBe('running');
+    expect((await store.runs.get(a.queued))?.status).toBe('queued');
+    expect(Object.values((await store.runs.get(a.ask))?.asks ?? {}).map((ask) => ask.state)).toEqual(['open']);
     const aView = await (await request('GET', `/threads/${a.thread}`, A_KEY)).json();
     expect(aView.runs.map((run: { runId: string }) => run.runId)).toEqual([a.done, a.ask]);
   });
@@ -194,7 +194,7 @@ describe("tenant B naming tenant A's ids", () => {
     probes.push({ route: 'GET tasks', door: 'a2a-rest', leak: listed.includes(a.task) });
 
     // A repeated message id is a repeat only within its tenant: B's message starts B's own task.
-    const aMessage = await gateway.store.getRun(a.task);
+    const aMessage = await gateway.store.runs.get(a.task);
     const repeated = await b('POST', `${rest}/message:send`, { message: message({ messageId: aMessage?.input.messages[0].id, parts: [{ text: 'b too' }] }) });
     const task = await repeated.json();
     expect(task.task.id).not.toBe(a.task);
@@ -208,7 +208,7 @@ async function expectAUntouched(): Promise<void> {
   expect(stateName((await client.getTask({ id: a.waitingTask, tenant: '' })).status?.state)).toBe('TASK_STATE_INPUT_REQUIRED');
   expect(stateName((await client.getTask({ id: a.task, tenant: '' })).status?.state)).toBe('TASK_STATE_COMPLETED');
   expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId: a.task, id: a.hook })).toMatchObject({ url: 'http://127.0.0.1:9/hook' });
-  expect((await gateway.store.listPushConfigs(a.task)).map((config) => config.configId)).toEqual([a.hook]);
+  expect((await gateway.store.pushConfigs.list(a.task)).map((config) => config.configId)).toEqual([a.hook]);
 }
 
 // The figures, in a test of their own after the probes, printed when asked (FUNDUQ_TEST_FIGURES=1).

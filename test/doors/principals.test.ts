@@ -65,7 +65,7 @@ describe('principals from an API keys file', () => {
         expect(await response.json()).toMatchObject({ error: { code: 'unauthorized' } });
       }
     }
-    expect((await gateway.store.getRun(input.runId))).toBeUndefined();
+    expect((await gateway.store.runs.get(input.runId))).toBeUndefined();
   });
 
   it('takes a key as Authorization: Bearer or as x-api-key; the run records who asked and the agent is told', async () => {
@@ -76,7 +76,7 @@ describe('principals from an API keys file', () => {
     expect(second.events.at(-1)?.data.type).toBe('RUN_FINISHED');
 
     const view = await (await fetch(`${gateway.url}/threads/${threadId}`, { headers: { 'x-api-key': ALICE } })).json();
-    const runs = await Promise.all(view.runs.map((run: { runId: string }) => gateway.store.getRun(run.runId)));
+    const runs = await Promise.all(view.runs.map((run: { runId: string }) => gateway.store.runs.get(run.runId)));
     expect(runs.map((run) => [run?.principal, run?.tenant])).toEqual([
       ['alice', 'acme'],
       ['alma', 'acme'],
@@ -111,7 +111,7 @@ describe('principals from an API keys file', () => {
     const task = asTask(await alice.sendMessage(send(a2aMessage('hello'))));
     expect((await alice.getTask({ id: task.id, tenant: '' })).id).toBe(task.id);
     await expect(bob.getTask({ id: task.id, tenant: '' })).rejects.toMatchObject({ name: 'TaskNotFoundError' });
-    expect((await gateway.store.getRun(task.id))?.principal).toBe('alice');
+    expect((await gateway.store.runs.get(task.id))?.principal).toBe('alice');
   });
 });
 

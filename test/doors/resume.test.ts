@@ -54,7 +54,7 @@ describe('a caller that disconnects and comes back', () => {
       fetch(`${gateway.url}/a2a/demo`, { ...json({ jsonrpc: '2.0', id: 2, method: 'SubscribeToTask', params: { id: taskId } }), headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', 'Last-Event-ID': cursor } });
     // Back while the task still runs: the Task as it stood at the cursor, then what came after.
     const back = await readSse(await subscribe(updates.at(-1)!.id!));
-    await eventually(async () => expect((await gateway.store.getRun(taskId))?.status).toBe('completed'));
+    await eventually(async () => expect((await gateway.store.runs.get(taskId))?.status).toBe('completed'));
     // The reference: the whole task replayed from before its first event.
     const everything = await readSse(await subscribe(`0@${taskId}`));
 

@@ -3,11 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SqliteRunStore } from '../../lambdas/adapters/local/sqlite-run-store.js';
+import { SqliteStore, createSqliteStore } from '../../lambdas/adapters/local/sqlite/store.js';
 import { eventually } from '../support/core-harness.js';
 import { readSse, userMessage } from '../support/gateway.js';
 import { startChildGateway } from '../support/child-gateway.js';
 import { recordBreaks, sqliteSnapshot } from '../support/record-invariants.js';
+import { recordProjections } from '../../lambdas/core/a2a/task-state.js';
 
 /**
  * `npm start` killed (SIGKILL) at seeded moments of mixed traffic — bursts, queued runs, asks and
@@ -126,7 +127,7 @@ describe('npm start killed at any moment', () => {
       expect({ task: root.runId, state: task.status?.state?.replace(/^TASK_STATE_/, '') }).toEqual({ task: root.runId, state: expect.toSatisfy((state: string) => expected.includes(state)) });
     }
     await stop(child, 'SIGTERM');
-    const store = new SqliteRunStore(join(dataDir, 'funduq.sqlite'));
+    const store = createSqliteStore(join(dataDir, 'funduq.sqlite'), { projections: recordProjections });
     try {
       expect(recordBreaks(sqliteSnapshot(store))).toEqual([]);
     } finally {

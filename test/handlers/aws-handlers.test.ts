@@ -14,7 +14,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { handle, streamHandle } from 'hono/aws-lambda';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DynamoRunStore } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
+import { DynamoStore, createDynamoStore } from '../../lambdas/adapters/aws/dynamodb/store/store.js';
 import { RUN_EVENTS_TABLE, RUNS_TABLE, type TableNames } from '../../lambdas/adapters/aws/dynamodb/tables.js';
 import { localDynamoClient } from '../../lambdas/adapters/local/dynalite.js';
 import { DEMO_AGENT } from '../../lambdas/runtimes/local.js';
@@ -28,6 +28,7 @@ import { doorsApp } from '../../lambdas/runtimes/aws-doors.js';
 import { send, userMessage } from '../support/a2a.js';
 import { useDynalite } from '../support/dynalite.js';
 import { startReceiver, type Received } from '../support/receiver.js';
+import { recordProjections } from '../../lambdas/core/a2a/task-state.js';
 
 const dynamo = useDynalite();
 const sqs = mockClient(SQSClient);
@@ -84,8 +85,8 @@ async function wired(overrides: Environment = {}) {
     sfn: new SFNClient({ region: 'eu-west-1', credentials: CREDENTIALS }),
     lambda: new LambdaClient({ region: 'eu-west-1', credentials: CREDENTIALS }),
   };
-  const store = new DynamoRunStore({ client: clients.dynamodb, tables });
-  await store.putAgent(DEMO_AGENT);
+  const store = createDynamoStore({ client: clients.dynamodb, tables, projections: recordProjections });
+  await store.agents.put(DEMO_AGENT);
   return { env, clients, store, tables };
 }
 
@@ -305,11 +306,11 @@ describe('the AWS handlers', () => {
 
     const early = createAskExpirer({ env, clients });
     await expect(early(waiterInput)).resolves.toEqual({ runId: 'run-2', expiresAt: waiterInput.expiresAt });
-    expect(Object.values((await store.getRun('run-2'))?.asks ?? {}).map((ask) => ask.state)).toEqual(['open']);
+    expect(Object.values((await store.runs.get('run-2'))?.asks ?? {}).map((ask) => ask.state)).toEqual(['open']);
 
     const late = createAskExpirer({ env, clients, clock: { now: () => Date.parse(waiterInput.expiresAt) + 1 } });
     await expect(late(waiterInput)).resolves.toEqual({ runId: 'run-2' });
-    expect(Object.values((await store.getRun('run-2'))?.asks ?? {}).map((ask) => ask.state)).toEqual(['expired']);
+    expect(Object.values((await store.runs.get('run-2'))?.asks ?? {}).map((ask) => ask.state)).toEqual(['expired']);
     expect(sfn.commandCalls(StartExecutionCommand)).toHaveLength(1);
   });
 
@@ -337,20 +338,20 @@ describe('the AWS handlers', () => {
     await stream(streamHandle(doorsApp({ env, clients })), restEvent('POST', '/agui/demo', runInput('thread-4', 'run-4', 'hi')));
     await Promise.all(dispatched);
     const [message] = sqs.commandCalls(SendMessageCommand).map((call) => call.args[0].input);
-    const ran = await store.readEvents('run-4', 0);
+    const ran = await store.events.read('run-4', 0);
     // A crashed attempt looks like this: the run marked running, its message back in the queue.
-    await store.transitionRun('run-4', ['completed'], { status: 'running' });
+    await store.runs.transition('run-4', ['completed'], { status: 'running' });
 
     await expect(dispatcher(sqsEvent(message), lambdaContext())).resolves.toEqual({ batchItemFailures: [] });
-    expect(await store.getRun('run-4')).toMatchObject({ status: 'failed', reason: 'dispatch_lost' });
-    const after = await store.readEvents('run-4', 0);
+    expect(await store.runs.get('run-4')).toMatchObject({ status: 'failed', reason: 'dispatch_lost' });
+    const after = await store.events.read('run-4', 0);
     expect(after.slice(0, ran.length)).toEqual(ran);
     expect(after.slice(ran.length).map((stored) => stored.event.type)).toEqual(['RUN_ERROR']);
   });
 
   it('hand an interjection from the doors to the dispatcher by an asynchronous invoke, run beside the running run', async () => {
     const { env, clients, store } = await wired({ [ENV.dispatcherFunction]: 'funduq-dispatcher' });
-    await store.putAgent({ ...DEMO_AGENT, takesInterjections: true });
+    await store.agents.put({ ...DEMO_AGENT, takesInterjections: true });
     const dispatcher = createDispatcher({ env, clients });
     const invoked: Array<Promise<unknown>> = [];
     lambda.on(InvokeCommand).callsFake((input: { Payload: Uint8Array }) => {
@@ -361,8 +362,8 @@ describe('the AWS handlers', () => {
     const doors = streamHandle(doorsApp({ env, clients }));
     // The long run stays as a crashed-free dispatcher would hold it: running.
     void stream(doors, restEvent('POST', '/agui/demo', runInput('thread-9', 'run-long', 'working on it')));
-    await vi.waitFor(async () => expect(await store.getRun('run-long')).toBeDefined());
-    await store.transitionRun('run-long', ['queued'], { status: 'running' });
+    await vi.waitFor(async () => expect(await store.runs.get('run-long')).toBeDefined());
+    await store.runs.transition('run-long', ['queued'], { status: 'running' });
 
     const interjection = { ...runInput('thread-9', 'run-join', 'also this'), forwardedProps: { [ADDRESSED_RUN_ID_KEY]: 'run-long' } };
     const body = await stream(doors, restEvent('POST', '/agui/demo', interjection));
@@ -370,8 +371,8 @@ describe('the AWS handlers', () => {
     expect(lambda.commandCalls(InvokeCommand)[0].args[0].input).toMatchObject({ FunctionName: 'funduq-dispatcher', InvocationType: 'Event' });
     expect(sqs.commandCalls(SendMessageCommand)).toHaveLength(1);
     expect(sseEvents(body).at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
-    expect(await store.getRun('run-join')).toMatchObject({ status: 'completed', addressedRunId: 'run-long' });
-    expect((await store.getRun('run-long'))?.status).toBe('running');
+    expect(await store.runs.get('run-join')).toMatchObject({ status: 'completed', addressedRunId: 'run-long' });
+    expect((await store.runs.get('run-long'))?.status).toBe('running');
   });
 
   it('report a message it cannot read back to SQS, so it is retried and then dead-lettered', async () => {
@@ -532,7 +533,7 @@ describe('the AWS handlers', () => {
       await expect(handler(events, lambdaContext())).resolves.toEqual({ batchItemFailures: [] });
       // The first notification's two tries; the rest of the batch's were dead-lettered untried.
       expect(broken.received).toHaveLength(2);
-      const config = await w.store.getPushConfig(task.id, 'hook');
+      const config = await w.store.pushConfigs.get(task.id, 'hook');
       expect(config?.deadLetter).toMatchObject({ error: expect.stringContaining('HTTP 500') });
     } finally {
       await broken.close();

@@ -49,8 +49,8 @@ describe('a provider link that breaks', () => {
     caller.messages = [userMessage('count')];
     const done = caller.runAgent();
     const run = await eventually(async () => {
-      const [running] = (await gateway.store.listRunsByStatus('running')).filter((r) => r.agentId === 'flaky');
-      expect(await gateway.store.lastSeq(running.runId)).toBe(7);
+      const [running] = (await gateway.store.runs.listByStatus('running')).filter((r) => r.agentId === 'flaky');
+      expect(await gateway.store.events.lastSeq(running.runId)).toBe(7);
       return running;
     });
     // The network fails mid-run and stays down while the agent goes on (its events wait in the SDK).
@@ -66,12 +66,12 @@ describe('a provider link that breaks', () => {
     // The caller may read the run's end from its record (its closing events ride on it) a moment
     // before the settle has appended them to the log.
     const events = await eventually(async () => {
-      const stored = await gateway.store.readEvents(run.runId, 0);
+      const stored = await gateway.store.events.read(run.runId, 0);
       expect(stored.map((e) => e.seq)).toEqual(Array.from({ length: 24 }, (_, i) => i + 1));
       return stored;
     });
     expect(events.filter((e) => e.event.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.event.delta).join('')).toBe(expectedText(20));
-    expect((await gateway.store.getRun(run.runId))?.status).toBe('completed');
+    expect((await gateway.store.runs.get(run.runId))?.status).toBe('completed');
   });
 
   it('fails a run with provider_left_holding_it when its provider does not come back within the grace window', async () => {
@@ -86,8 +86,8 @@ describe('a provider link that breaks', () => {
     const errors: { code?: string; message: string }[] = [];
     const done = caller.runAgent({}, { onRunErrorEvent: ({ event }) => void errors.push(event) }).catch(() => undefined);
     await eventually(async () => {
-      const [running] = (await gateway.store.listRunsByStatus('running')).filter((r) => r.agentId === 'gone');
-      expect(await gateway.store.lastSeq(running.runId)).toBe(4);
+      const [running] = (await gateway.store.runs.listByStatus('running')).filter((r) => r.agentId === 'gone');
+      expect(await gateway.store.events.lastSeq(running.runId)).toBe(4);
     });
     relay.refuse();
     relay.cut();
@@ -120,19 +120,19 @@ describe('a provider link that breaks', () => {
     caller.messages = [userMessage('count')];
     const done = caller.runAgent();
     const run = await eventually(async () => {
-      const [running] = (await gateway.store.listRunsByStatus('running')).filter((r) => r.agentId === 'stoppable');
-      expect(await gateway.store.lastSeq(running.runId)).toBe(5);
+      const [running] = (await gateway.store.runs.listByStatus('running')).filter((r) => r.agentId === 'stoppable');
+      expect(await gateway.store.events.lastSeq(running.runId)).toBe(5);
       return running;
     });
     const cancel = await fetch(`${gateway.url}/agui/stoppable/runs/${run.runId}/cancel`, { method: 'POST' });
     expect(cancel.status).toBe(202);
     await done;
     await eventually(() => expect(agent.aborted).toContain(run.runId));
-    const settled = await gateway.store.getRun(run.runId);
+    const settled = await gateway.store.runs.get(run.runId);
     expect(settled).toMatchObject({ status: 'cancelled', reason: 'cancel_requested', cancelRequested: true });
     // Its closing events ride on its record until the settle has appended them to the log.
-    await eventually(async () => expect((await gateway.store.getRun(run.runId))?.closingEvents).toBeUndefined());
-    const events = await gateway.store.readEvents(run.runId, 0);
+    await eventually(async () => expect((await gateway.store.runs.get(run.runId))?.closingEvents).toBeUndefined());
+    const events = await gateway.store.events.read(run.runId, 0);
     // The agent's own events, then funduq's closing: the open message ended, and AG-UI 1.0's cancelled outcome.
     expect(events.map((e) => e.event.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED']);
     expect(events.at(-1)?.event).toMatchObject({ outcome: { type: 'cancelled' } });

@@ -125,19 +125,19 @@ describe('an agent behind a provider that dials out', () => {
     const betaDone = betaRun.runAgent();
     // Running, but offered to nobody: the provider's one place is alpha's.
     const waiting = await eventually(async () => {
-      const runs = (await gateway.store.listRunsByStatus('running')).filter((run) => run.agentId === 'beta');
+      const runs = (await gateway.store.runs.listByStatus('running')).filter((run) => run.agentId === 'beta');
       expect(runs).toHaveLength(1);
       expect(runs[0].link).toMatchObject({ offers: 0 });
       return runs[0];
     });
     expect(waiting.link?.providerId).toBeUndefined();
-    expect((await gateway.store.getProvider('one-place'))?.places).toBe(1);
+    expect((await gateway.store.providers.get('one-place'))?.places).toBe(1);
     expect(beta.received).toHaveLength(0);
 
     gate.open();
     expect(assistantText((await alphaDone).newMessages)).toEqual(['alpha done']);
     expect(assistantText((await betaDone).newMessages)).toEqual(['echo: wait for it']);
-    await eventually(async () => expect((await gateway.store.getProvider('one-place'))?.places).toBe(0));
+    await eventually(async () => expect((await gateway.store.providers.get('one-place'))?.places).toBe(0));
   });
 
   it('offers a declined run again: a provider that is full declines, and runs it once it has room', async () => {
@@ -158,7 +158,7 @@ describe('an agent behind a provider that dials out', () => {
     const shortDone = short.runAgent();
     // Declined (the provider is full), then offered again every offer period: still not run.
     const declined = await eventually(async () => {
-      const run = (await gateway.store.listRunsByStatus('running')).find((r) => r.input.messages[0]?.content === 'short');
+      const run = (await gateway.store.runs.listByStatus('running')).find((r) => r.input.messages[0]?.content === 'short');
       expect(run?.link?.offers).toBeGreaterThanOrEqual(2);
       return run!;
     });

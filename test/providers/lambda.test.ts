@@ -60,7 +60,7 @@ function script(threadId: string, runId: string, finish = true): Record<string, 
 
 async function hosted(): Promise<Harness> {
   const h = await harness(await dynamo.freshStore(), { providers: { lambda: new LambdaProvider(new LambdaClient({ region: 'eu-west-1' })) } });
-  await h.store.putAgent(AGENT);
+  await h.store.agents.put(AGENT);
   return h;
 }
 
@@ -68,7 +68,7 @@ async function runOnce(h: Harness) {
   const started = await h.gateway.startRun({ agentId: AGENT.id, input: h.input('book a flight'), door: 'agui', principal: ANONYMOUS });
   if (!started.ok) throw new Error(started.message);
   await h.settled();
-  const run = await h.store.getRun(started.value.run.runId);
+  const run = await h.store.runs.get(started.value.run.runId);
   return { run, events: (await h.events(started.value.run.runId)).map((stored) => stored.event) };
 }
 
@@ -168,7 +168,7 @@ describe('the lambda provider kind', () => {
     }
     await h.settled();
 
-    expect(await h.store.getRun(started.value.run.runId)).toMatchObject({ status: 'cancelled', reason: 'cancel_requested' });
+    expect(await h.store.runs.get(started.value.run.runId)).toMatchObject({ status: 'cancelled', reason: 'cancel_requested' });
     const [call] = lambda.commandCalls(InvokeWithResponseStreamCommand);
     expect(((call.args as unknown[])[1] as { abortSignal?: AbortSignal } | undefined)?.abortSignal?.aborted).toBe(true);
   });
@@ -222,7 +222,7 @@ describe('the lambda provider kind on the wire', () => {
       },
     });
     const h = await harness(await dynamo.freshStore(), { providers: createProviders({ clock: systemClock, ids: { newId: () => 'x' }, lambda: client }) });
-    await h.store.putAgent(AGENT);
+    await h.store.agents.put(AGENT);
 
     const { run, events } = await runOnce(h);
 

@@ -46,18 +46,18 @@ describe('the local runtime', () => {
     await agent.runAgent();
     await first.gateway.putAgent(anAgent('research'));
     const [run] = (await threadOf(first)).runs;
-    await first.store.putPushConfig(aPushConfig(run.runId, 'hook', { tenant: ANONYMOUS.tenant }));
+    await first.store.pushConfigs.put(aPushConfig(run.runId, 'hook', { tenant: ANONYMOUS.tenant }));
     // The caller may have read the run's end from its record before the settle appended it to the log.
-    await eventually(async () => expect((await first.store.getRun(run.runId))?.closingEvents).toBeUndefined());
-    const events = await first.store.readEvents(run.runId, 0);
+    await eventually(async () => expect((await first.store.runs.get(run.runId))?.closingEvents).toBeUndefined());
+    const events = await first.store.events.read(run.runId, 0);
     await stop(first);
 
     const second = await start(store);
     const view = await threadOf(second);
     expect(view.messages.map((m) => m.content)).toEqual(['remember me', 'echo: remember me']);
-    expect(await second.store.readEvents(run.runId, 0)).toEqual(events);
+    expect(await second.store.events.read(run.runId, 0)).toEqual(events);
     expect(await second.gateway.getAgent('research')).toEqual(anAgent('research'));
-    expect(await second.store.listPushConfigs(run.runId)).toEqual([aPushConfig(run.runId, 'hook', { tenant: ANONYMOUS.tenant })]);
+    expect(await second.store.pushConfigs.list(run.runId)).toEqual([aPushConfig(run.runId, 'hook', { tenant: ANONYMOUS.tenant })]);
     const again = aguiAgent(second, 'kept');
     again.messages = [...view.messages];
     again.messages.push(userMessage('and again'));

@@ -138,7 +138,7 @@ export async function harness(
     ...(options.link ? { link: options.link(clock) } : {}),
   });
   queue.start((runId, beside) => gateway.dispatchRun(runId, { beside, ...(options.receipt ? { receipt: options.receipt(runId) } : {}) }));
-  await store.putAgent(TEST_AGENT);
+  await store.agents.put(TEST_AGENT);
   const threadId = options.threadId ?? 'thread-1';
   let runs = 0;
   const input = (text: string, extra: Partial<RunAgentInput> = {}): RunAgentInput => ({
@@ -160,7 +160,7 @@ export async function harness(
     thread: { tenant: ANONYMOUS.tenant, threadId },
     input,
     send: (text, extra) => gateway.startRun({ agentId: TEST_AGENT.id, input: input(text, extra), door: 'agui', principal: ANONYMOUS }),
-    events: (runId) => store.readEvents(runId, 0),
+    events: (runId) => store.events.read(runId, 0),
     settled: () => queue.idle(),
   };
 }

@@ -1,9 +1,10 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { BatchWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll } from 'vitest';
-import { DynamoRunStore } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
+import { DynamoStore, createDynamoStore } from '../../lambdas/adapters/aws/dynamodb/store/store.js';
 import type { TableNames } from '../../lambdas/adapters/aws/dynamodb/tables.js';
 import { ensureTables, localDynamoClient, startDynalite, type LocalDynamo } from '../../lambdas/adapters/local/dynalite.js';
+import { recordProjections } from '../../lambdas/core/a2a/task-state.js';
 
 /**
  * One in-memory dynalite for the test file. Every `freshTables()` / `freshStore()` gets tables of
@@ -54,8 +55,8 @@ export function useDynalite() {
       return started().client;
     },
     freshTables,
-    async freshStore(): Promise<DynamoRunStore> {
-      return new DynamoRunStore({ client: started().client, tables: await freshTables() });
+    async freshStore(): Promise<DynamoStore> {
+      return createDynamoStore({ client: started().client, tables: await freshTables(), projections: recordProjections });
     },
     /**
      * A store on fresh tables whose BatchWriteItem calls go through `fault` first, as DynamoDB
@@ -63,7 +64,7 @@ export function useDynalite() {
      * retries and backoff are what is under test; at `initialize` the input is still plain JSON
      * (the document client marshals later), so a short-circuited answer looks like its own.
      */
-    async storeWithWriteFaults(fault: WriteFault): Promise<DynamoRunStore> {
+    async storeWithWriteFaults(fault: WriteFault): Promise<DynamoStore> {
       const faulty = localDynamoClient(started().dynamo.endpoint);
       faultyClients.push(faulty);
       const tables = await freshTables();
@@ -99,7 +100,7 @@ export function useDynalite() {
         },
         { step: 'initialize', name: 'dynamoPushesBack' },
       );
-      return new DynamoRunStore({ client: faulty, tables });
+      return createDynamoStore({ client: faulty, tables, projections: recordProjections });
     },
   };
 }

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { expect } from 'vitest';
 import { WebSocket } from 'ws';
 import { localDynamoClient } from '../../lambdas/adapters/local/dynalite.js';
-import type { SqliteRunStore } from '../../lambdas/adapters/local/sqlite-run-store.js';
+import type { SqliteStore } from '../../lambdas/adapters/local/sqlite/store.js';
 import { MAX_CALLER_ID_LENGTH } from '../../lambdas/core/model.js';
 import type { IdSource } from '../../lambdas/core/ports.js';
 import type { LocalGateway, LocalSettings } from '../../lambdas/runtimes/local.js';
@@ -454,7 +454,7 @@ export class FuzzedGateway {
 
   private async read(slice: { tenant: string; ids: string[] }): Promise<RecordSnapshot> {
     const { gateway } = this;
-    if (gateway.record.store === 'sqlite') return sqliteSlice(gateway.store as unknown as SqliteRunStore, slice);
+    if (gateway.record.store === 'sqlite') return sqliteSlice(gateway.store as unknown as SqliteStore, slice);
     const client = this.dynamo ?? (this.dynamo = localDynamoClient(gateway.record.endpoint));
     return dynamoSlice(client, gateway.record.tables, slice);
   }
@@ -518,7 +518,7 @@ function replayHint(): string {
 /** Every broken promise of the gateway's record, read whole at rest (the queue idle, no run in flight). */
 export async function breaksOf(gateway: LocalGateway): Promise<string[]> {
   await gateway.queue.idle();
-  if (gateway.record.store === 'sqlite') return recordBreaks(sqliteSnapshot(gateway.store as unknown as SqliteRunStore));
+  if (gateway.record.store === 'sqlite') return recordBreaks(sqliteSnapshot(gateway.store as unknown as SqliteStore));
   const client = localDynamoClient(gateway.record.endpoint);
   try {
     return recordBreaks(await dynamoSnapshot(client, gateway.record.tables));

@@ -1,11 +1,12 @@
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { DynamoRunStore } from '../../lambdas/adapters/aws/dynamodb/run-store.js';
-import { SqliteRunStore } from '../../lambdas/adapters/local/sqlite-run-store.js';
+import { DynamoStore, createDynamoStore } from '../../lambdas/adapters/aws/dynamodb/store/store.js';
+import { SqliteStore, createSqliteStore } from '../../lambdas/adapters/local/sqlite/store.js';
 import type { RunStore } from '../../lambdas/core/ports.js';
 import { eventually, harness } from './core-harness.js';
 import { useDynalite } from './dynalite.js';
 import { dynamoSlice, dynamoSnapshot, recordBreaks, sqliteSlice, sqliteSnapshot, type RecordSnapshot } from './record-invariants.js';
+import { recordProjections } from '../../lambdas/core/a2a/task-state.js';
 
 const dynalite = useDynalite();
 
@@ -16,7 +17,7 @@ async function exercise(store: RunStore) {
   const second = await h.send('two');
   expect(first.ok && second.ok).toBe(true);
   await h.settled();
-  await eventually(async () => expect((await h.store.getRun('run-2'))?.status).toBe('completed'));
+  await eventually(async () => expect((await h.store.runs.get('run-2'))?.status).toBe('completed'));
 }
 
 function broken(snapshot: RecordSnapshot, change: (s: RecordSnapshot) => void): string[] {
@@ -27,10 +28,10 @@ function broken(snapshot: RecordSnapshot, change: (s: RecordSnapshot) => void): 
 
 describe('the record’s invariants', () => {
   it('hold for a record the gateway wrote, on SQLite and on DynamoDB, and name each break', async () => {
-    const sqlite = new SqliteRunStore(':memory:');
+    const sqlite = createSqliteStore(':memory:', { projections: recordProjections });
     await exercise(sqlite);
     const tables = await dynalite.freshTables();
-    await exercise(new DynamoRunStore({ client: dynalite.client, tables }));
+    await exercise(createDynamoStore({ client: dynalite.client, tables, projections: recordProjections }));
     const snapshots = [sqliteSnapshot(sqlite), await dynamoSnapshot(dynalite.client, tables)];
     for (const snapshot of snapshots) {
       expect(snapshot.runs.map((run) => run.status).sort()).toEqual(['completed', 'completed']);
@@ -50,10 +51,10 @@ describe('the record’s invariants', () => {
   });
 
   it('of a slice are those of the threads and runs it names, read by key, on SQLite and on DynamoDB', async () => {
-    const sqlite = new SqliteRunStore(':memory:');
+    const sqlite = createSqliteStore(':memory:', { projections: recordProjections });
     await exercise(sqlite);
     const tables = await dynalite.freshTables();
-    await exercise(new DynamoRunStore({ client: dynalite.client, tables }));
+    await exercise(createDynamoStore({ client: dynalite.client, tables, projections: recordProjections }));
     const stores = [
       {
         slice: async (ids: string[]) => sqliteSlice(sqlite, { tenant: 'anonymous', ids }),

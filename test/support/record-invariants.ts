@@ -1,7 +1,7 @@
 import { BatchGetItemCommand, QueryCommand, ScanCommand, type BatchGetItemCommandInput, type BatchGetItemCommandOutput, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type Database from 'better-sqlite3';
-import type { SqliteRunStore } from '../../lambdas/adapters/local/sqlite-run-store.js';
+import type { SqliteStore } from '../../lambdas/adapters/local/sqlite/store.js';
 import { RUNS_TABLE, type TableNames } from '../../lambdas/adapters/aws/dynamodb/tables.js';
 import { isTerminal, threadKey, type Run, type Thread } from '../../lambdas/core/model.js';
 import { taskStateOf } from '../../lambdas/core/a2a/task-state.js';
@@ -96,7 +96,7 @@ type ThreadRow = { body: string; unsettled: number; arrivals: number; waiting_ru
 
 function threadOfRow(row: ThreadRow): Thread {
   const thread: Thread = { ...JSON.parse(row.body), unsettled: row.unsettled, arrivals: row.arrivals };
-  // Kept as a JSON string (SqliteRunStore: RUN_ID_COLUMNS_AS_JSON).
+  // Kept as a JSON string (SqliteStore: RUN_ID_COLUMNS_AS_JSON).
   if (row.waiting_run_id !== null) thread.waitingRunId = JSON.parse(row.waiting_run_id);
   return thread;
 }
@@ -119,7 +119,7 @@ function prepareSlice(db: Database.Database) {
 }
 
 /** A slice (see `RecordSlice`) of a SQLite store, read by key from its database. */
-export function sqliteSlice(source: Database.Database | SqliteRunStore, slice: RecordSlice): RecordSnapshot {
+export function sqliteSlice(source: Database.Database | SqliteStore, slice: RecordSlice): RecordSnapshot {
   const db = 'prepare' in source ? source : source['db'];
   let read = sliceStatements.get(db);
   if (!read) sliceStatements.set(db, (read = prepareSlice(db)));
@@ -242,7 +242,7 @@ async function batchGet(client: DynamoDBClient, table: string, keys: Array<[stri
  * anew, or an open store's own connection. The runs' inputs are left unread: the invariants do
  * not look at them, and a fuzzed record holds many of hundreds of KB.
  */
-export function sqliteSnapshot(source: Database.Database | SqliteRunStore): RecordSnapshot {
+export function sqliteSnapshot(source: Database.Database | SqliteStore): RecordSnapshot {
   const db = 'prepare' in source ? source : source['db'];
   const threads = (db.prepare('SELECT body, unsettled, arrivals, waiting_run_id FROM threads').all() as ThreadRow[]).map(threadOfRow);
   const rows = db.prepare('SELECT run_id, body FROM runs').all() as Array<{ run_id: string; body: string }>;

@@ -1,9 +1,11 @@
 import { afterAll } from 'vitest';
-import { SqliteRunStore } from '../../lambdas/adapters/local/sqlite-run-store.js';
+import { SqliteStore, createSqliteStore } from '../../lambdas/adapters/local/sqlite/store.js';
 import { StoreUnavailable } from '../../lambdas/core/errors.js';
 import type { RunStore } from '../../lambdas/core/ports.js';
+import { mapParts } from '../../lambdas/core/record/port.js';
 import type { LocalStoreKind } from '../../lambdas/runtimes/local.js';
 import { useDynalite } from './dynalite.js';
+import { recordProjections } from '../../lambdas/core/a2a/task-state.js';
 
 /**
  * The store the core, door and conformance tests run on: SQLite (what `npm start` keeps its record
@@ -15,7 +17,7 @@ export const TEST_STORE: LocalStoreKind = process.env.FUNDUQ_TEST_STORE === 'dyn
 /** Fresh, empty stores of the kind under test, none shared between tests; call at the top of a test file. */
 export function useStore() {
   const dynamo = TEST_STORE === 'dynamodb' ? useDynalite() : undefined;
-  const opened: SqliteRunStore[] = [];
+  const opened: SqliteStore[] = [];
   afterAll(async () => {
     for (const store of opened) await store.close();
   });
@@ -23,7 +25,7 @@ export function useStore() {
     kind: TEST_STORE,
     async freshStore(): Promise<RunStore> {
       if (dynamo) return dynamo.freshStore();
-      const store = new SqliteRunStore(':memory:');
+      const store = createSqliteStore(':memory:', { projections: recordProjections });
       opened.push(store);
       return store;
     },
@@ -44,8 +46,26 @@ export function refusingEventWrites(store: RunStore, refuses: (call: number) => 
       if (refuses(calls)) throw new StoreUnavailable(`the store did not take write ${calls} of events`);
       return write(...args);
     };
-  return Object.assign(Object.create(store) as RunStore, {
-    appendEvents: refusing(store.appendEvents.bind(store)),
-    appendNew: refusing(store.appendNew.bind(store)),
+  const events = Object.assign(Object.create(store.events) as RunStore['events'], {
+    append: refusing(store.events.append.bind(store.events)),
+    appendNew: refusing(store.events.appendNew.bind(store.events)),
   });
+  return Object.assign(Object.create(store) as RunStore, { events });
+}
+
+/**
+ * The store with every call of its parts made through `around`, which is told the call (`runs.get`)
+ * and its arguments and makes it with `invoke`: for tests that count, note or record what a
+ * request asked of the store. Anything else of the store reaches it as it is.
+ */
+export function aroundCalls(store: RunStore, around: (call: string, args: unknown[], invoke: () => Promise<unknown>) => Promise<unknown>): RunStore {
+  return mapParts(store, (name, part) =>
+    new Proxy(part, {
+      get(target, key) {
+        const value: unknown = Reflect.get(target, key, target);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => around(`${name}.${String(key)}`, args, () => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+      },
+    }),
+  );
 }

@@ -43,7 +43,7 @@ export class PollingChangeFeed implements ChangeFeed {
   private readonly subscriptions = new Map<string, Set<Subscription>>();
 
   constructor(
-    private readonly store: Pick<RunStore, 'readEvents' | 'getRun' | 'lastSeq'>,
+    private readonly store: Pick<RunStore, 'events' | 'runs'>,
     options: Partial<PollingOptions> = {},
   ) {
     this.options = { ...DEFAULT_POLLING, ...options };
@@ -105,11 +105,11 @@ export class PollingChangeFeed implements ChangeFeed {
     let active = false;
     if (subscription.cursor === undefined) {
       // Events stored before this point are the subscriber's to read; the first status wakes it to do so.
-      const lastSeq = await this.store.lastSeq(runId);
+      const lastSeq = await this.store.events.lastSeq(runId);
       if (subscription.stopped) return false;
       subscription.cursor ??= lastSeq;
     } else {
-      const events = await this.store.readEvents(runId, subscription.cursor, this.options.page);
+      const events = await this.store.events.read(runId, subscription.cursor, this.options.page);
       const fresh = events.filter((event) => event.seq > (subscription.cursor as number));
       if (subscription.stopped) return false;
       if (fresh.length > 0) {
@@ -118,7 +118,7 @@ export class PollingChangeFeed implements ChangeFeed {
         active = true;
       }
     }
-    const run = await this.store.getRun(runId);
+    const run = await this.store.runs.get(runId);
     if (subscription.stopped || !run) return active;
     const print = fingerprint(run);
     if (print !== subscription.seen) {

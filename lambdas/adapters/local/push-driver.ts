@@ -2,7 +2,7 @@ import type { CoreDeps } from '../../core/deps.js';
 import { deliverPush, planPush, type PushPlan } from '../../core/a2a/push.js';
 import { isTerminal, type Run } from '../../core/model.js';
 import type { PushConfig } from '../../core/model.js';
-import type { PushSender, RunChange, RunStore } from '../../core/ports.js';
+import type { PushConfigs, PushSender, RunChange, RunStore } from '../../core/ports.js';
 
 /**
  * Push notifications on one machine, driven by the in-process change feed. Changes are planned
@@ -57,7 +57,7 @@ export class InProcessPushDriver {
         const settled = change.kind === 'status' && isTerminal(change.run.status);
         if (change.kind === 'status' && !settled) this.running.set(change.runId, change.run);
         try {
-          const run = change.kind === 'status' ? change.run : (this.running.get(change.runId) ?? (await this.deps.store.getRun(change.runId)));
+          const run = change.kind === 'status' ? change.run : (this.running.get(change.runId) ?? (await this.deps.store.runs.get(change.runId)));
           if (run && (await this.hasConfigs(run))) {
             const plan = await planPush(this.deps, change, run);
             if (plan) this.deliver(plan);
@@ -80,7 +80,7 @@ export class InProcessPushDriver {
     const begunSinceStart = run.runId === taskId && Date.parse(run.createdAt) >= this.startedAt;
     if (has === undefined && begunSinceStart && !this.noticed.has(taskId)) has = false;
     if (has === undefined) {
-      has = (await this.deps.store.listPushConfigs(taskId)).length > 0;
+      has = (await this.deps.store.pushConfigs.list(taskId)).length > 0;
       this.configured.set(taskId, has);
     }
     return has;
@@ -115,23 +115,17 @@ function coalesce(changes: RunChange[]): RunChange[] {
  * on one machine every config passes through here, so the push driver can trust what it was told.
  */
 export function noticingPushConfigs(store: RunStore, changed: (taskId: string) => void): RunStore {
-  return new Proxy(store, {
-    get(target, key) {
-      if (key === 'putPushConfig') {
-        return async (config: PushConfig) => {
-          await target.putPushConfig(config);
-          changed(config.taskId);
-        };
-      }
-      if (key === 'deletePushConfig') {
-        return async (taskId: string, configId: string) => {
-          const removed = await target.deletePushConfig(taskId, configId);
-          changed(taskId);
-          return removed;
-        };
-      }
-      const value: unknown = Reflect.get(target, key, target);
-      return typeof value === 'function' ? value.bind(target) : value;
+  const configs = store.pushConfigs;
+  const pushConfigs: PushConfigs = Object.assign(Object.create(configs) as PushConfigs, {
+    async put(config: PushConfig): Promise<void> {
+      await configs.put(config);
+      changed(config.taskId);
+    },
+    async delete(taskId: string, configId: string): Promise<boolean> {
+      const removed = await configs.delete(taskId, configId);
+      changed(taskId);
+      return removed;
     },
   });
+  return Object.assign(Object.create(store) as RunStore, { pushConfigs });
 }

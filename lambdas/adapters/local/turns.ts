@@ -1,4 +1,5 @@
 import type { RunStore } from '../../core/ports.js';
+import { mapParts } from '../../core/record/port.js';
 
 /** How long a chain of work may run before it lets the event loop turn. */
 const SLICE_MS = 1;
@@ -67,16 +68,18 @@ export function takeTurn(): Promise<void> | undefined {
  * chain that is ready. A call made after `SLICE_MS` of such a chain waits a turn first; a call
  * made early in a slice (a burst's group commit) costs nothing more.
  */
-export function takingTurns(store: RunStore): RunStore {
-  return new Proxy(store, {
-    get(target, key, receiver) {
-      const value = Reflect.get(target, key, receiver);
-      if (typeof value !== 'function') return value;
-      const call = (args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, args);
-      if (GOES_ON.has(key)) return (...args: unknown[]) => call(args);
-      return (...args: unknown[]) => (sliceSpent() ? nextTurn().then(() => call(args)) : call(args));
-    },
-  });
+export function takingTurns<S extends RunStore>(store: S): S {
+  return mapParts(store, (name, part) =>
+    new Proxy(part, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver);
+        if (typeof value !== 'function') return value;
+        const call = (args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (GOES_ON.has(`${name}.${String(key)}`)) return (...args: unknown[]) => call(args);
+        return (...args: unknown[]) => (sliceSpent() ? nextTurn().then(() => call(args)) : call(args));
+      },
+    }),
+  );
 }
 
 /**
@@ -85,4 +88,4 @@ export function takingTurns(store: RunStore): RunStore {
  * queue holds its runs in the order of their numbers (the order its listing shows). A chain that
  * waited in between could be overtaken by one that took a later number.
  */
-const GOES_ON = new Set<string | symbol>(['createRun'] satisfies (keyof RunStore)[]);
+const GOES_ON = new Set<string>(['runs.create']);

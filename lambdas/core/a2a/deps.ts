@@ -34,7 +34,7 @@ export interface Caller {
 /** The task a caller names: its root run, at the caller's agent, in the caller's tenant. */
 export async function findTask(core: Core, caller: Caller, taskId: string): Promise<Result<Run>> {
   const { store } = core;
-  const root = taskId ? await store.getRunOf(caller.principal.tenant, taskId) : undefined;
+  const root = taskId ? await store.runs.getOf(caller.principal.tenant, taskId) : undefined;
   // An answer run is part of a task, not a task: only roots are found by id.
   if (!root || root.agentId !== caller.agentId || root.rootRunId !== root.runId) {
     return refuse('run_not_found', `no task "${taskId}" at agent "${caller.agentId}"`);

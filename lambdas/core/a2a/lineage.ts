@@ -10,7 +10,7 @@ import { SETTLED_TASK_STATES } from './vocabulary.js';
 
 /** A task's runs in arrival order: the root run and its answers. */
 export async function lineageOf(store: RunStore, root: Run): Promise<Run[]> {
-  const runs = await store.listThreadRuns(root);
+  const runs = await store.runs.listOfThread(root);
   return runs.filter((run) => run.rootRunId === root.runId);
 }
 
@@ -75,7 +75,7 @@ export async function* followTask(
         yield* projection.applyEvent(stored);
       }
       if (signal?.aborted) return;
-      tail = (await store.getRun(tail.runId)) ?? tail;
+      tail = (await store.runs.get(tail.runId)) ?? tail;
       yield* projection.observeRun(tail);
     }
     if (SETTLED_TASK_STATES.has(projection.state)) return;

@@ -37,7 +37,7 @@ export async function putPushConfig(core: Core, taskId: string, principal: Princ
   };
   if (target.token) config.token = target.token;
   if (target.authentication?.scheme) config.authentication = target.authentication;
-  await store.putPushConfig(config);
+  await store.pushConfigs.put(config);
   return config;
 }
 
@@ -55,21 +55,21 @@ export async function getPushConfig(core: Core, caller: Caller, taskId: string, 
   const { store } = core;
   const found = await findTask(core, caller, taskId);
   if (!found.ok) return found;
-  const config = await store.getPushConfig(taskId, configId);
+  const config = await store.pushConfigs.get(taskId, configId);
   return config ? ok(config) : refuse('push_config_not_found', `task "${taskId}" has no push notification config "${configId}"`);
 }
 
 export async function listPushConfigs(core: Core, caller: Caller, taskId: string): Promise<Result<PushConfig[]>> {
   const { store } = core;
   const found = await findTask(core, caller, taskId);
-  return found.ok ? ok(await store.listPushConfigs(taskId)) : found;
+  return found.ok ? ok(await store.pushConfigs.list(taskId)) : found;
 }
 
 export async function deletePushConfig(core: Core, caller: Caller, taskId: string, configId: string): Promise<Result<void>> {
   const { store } = core;
   const found = await findTask(core, caller, taskId);
   if (!found.ok) return found;
-  return (await store.deletePushConfig(taskId, configId))
+  return (await store.pushConfigs.delete(taskId, configId))
     ? ok(undefined)
     : refuse('push_config_not_found', `task "${taskId}" has no push notification config "${configId}"`);
 }

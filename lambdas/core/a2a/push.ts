@@ -29,11 +29,11 @@ export async function planPush(
   // A run's creation (queued) is answered to its caller by the send itself, and its start by its
   // RUN_STARTED: neither is a push of its own.
   if (change.kind === 'status' && (change.run.status === 'queued' || change.run.status === 'running')) return undefined;
-  const run = change.kind === 'status' ? change.run : (known ?? (await store.getRun(change.runId)));
+  const run = change.kind === 'status' ? change.run : (known ?? (await store.runs.get(change.runId)));
   if (!run) return undefined;
-  const configs = await store.listPushConfigs(run.rootRunId);
+  const configs = await store.pushConfigs.list(run.rootRunId);
   if (configs.length === 0) return undefined;
-  const root = run.rootRunId === run.runId ? run : await store.getRun(run.rootRunId);
+  const root = run.rootRunId === run.runId ? run : await store.runs.get(run.rootRunId);
   if (!root) return undefined;
 
   const projection = new TaskProjection(root.runId, root.threadId);
@@ -44,7 +44,7 @@ export async function planPush(
       projection.observeRun(beforeEvents(member));
       const last = Math.max(...change.events.map((stored) => stored.seq));
       const wanted = new Set(change.events.map((stored) => stored.seq));
-      for (const stored of await store.readEvents(member.runId, 0, last)) {
+      for (const stored of await store.events.read(member.runId, 0, last)) {
         const said = projection.applyEvent(stored);
         if (wanted.has(stored.seq)) updates.push(...said);
       }
@@ -76,7 +76,7 @@ export async function deliverPush(deps: { store: CoreDeps['store']; clock: Pick<
         const result = await sender.send(notification);
         if (result.delivered) return;
         const { taskId, configId } = notification.config;
-        await deps.store.recordPushFailure(taskId, configId, {
+        await deps.store.pushConfigs.recordFailure(taskId, configId, {
           at: isoNow(deps),
           error: result.error,
           attempts: result.attempts,

@@ -54,7 +54,7 @@ export async function listTasks(core: A2aCore, caller: Caller, query: TaskQuery)
   do {
     let page: { runs: Run[]; cursor?: string };
     try {
-      page = await store.listTasks(caller.principal.tenant, {
+      page = await store.tasks.list(caller.principal.tenant, {
         agentId: caller.agentId,
         ...(query.contextId ? { threadId: query.contextId } : {}),
         ...(query.state !== undefined ? { state: query.state } : {}),

@@ -49,7 +49,7 @@ export async function sendMessage(core: A2aCore, request: SendMessage): Promise<
     );
   if (unstorable) return refuse('invalid_input', unstorable);
   // What the message lands on is read once here: the agent, the task (a reply), the context's thread.
-  const agent = request.agent?.id === agentId ? request.agent : await store.getAgent(agentId);
+  const agent = request.agent?.id === agentId ? request.agent : await store.agents.get(agentId);
   if (!agent) return refuse('agent_not_found', `no agent named "${agentId}"`);
   core.recentAgents.remember(agent);
 
@@ -62,9 +62,9 @@ export async function sendMessage(core: A2aCore, request: SendMessage): Promise<
     if (message.contextId && message.contextId !== root.threadId) {
       return refuse('invalid_input', `contextId "${message.contextId}" is not the context of task "${root.runId}" ("${root.threadId}")`);
     }
-    thread = await store.getThread(root);
+    thread = await store.threads.get(root);
   } else if (message.contextId) {
-    thread = await store.getThread({ tenant: principal.tenant, threadId: message.contextId });
+    thread = await store.threads.get({ tenant: principal.tenant, threadId: message.contextId });
     if (!thread) {
       return refuse('thread_not_found', `no context "${message.contextId}": leave contextId out to start a new one`);
     }
@@ -84,11 +84,11 @@ export async function sendMessage(core: A2aCore, request: SendMessage): Promise<
     threadId: thread?.threadId ?? core.ids.newId(),
     expiresAt: nowSeconds + core.a2a.settings.messageIdTtlSeconds,
   };
-  const claim = await store.claimMessage(candidate, nowSeconds);
+  const claim = await store.claims.take(candidate, nowSeconds);
   if (claim.runId !== candidate.runId) {
-    const earlier = await store.getRun(claim.runId);
+    const earlier = await store.runs.get(claim.runId);
     if (earlier) {
-      const first = earlier.rootRunId === earlier.runId ? earlier : await store.getRun(earlier.rootRunId);
+      const first = earlier.rootRunId === earlier.runId ? earlier : await store.runs.get(earlier.rootRunId);
       return ok({ root: first ?? earlier, run: earlier, repeated: true });
     }
     // The first attempt took the id but recorded no run yet (it failed, or is still on its
@@ -96,7 +96,7 @@ export async function sendMessage(core: A2aCore, request: SendMessage): Promise<
   }
   const landing = { threadId: claim.threadId, runId: claim.runId, metadata: request.metadata };
   const started = await start(core, request, { agent, ...(thread ? { thread } : {}) }, root, landing);
-  if (!started.ok) await store.releaseMessage(claim);
+  if (!started.ok) await store.claims.release(claim);
   return started;
 }
 
@@ -115,7 +115,7 @@ async function start(core: A2aCore, request: SendMessage, found: Place, root: Ru
     // The context's open asks are its latest waiting run's; an older task's asks were left behind.
     // (A waiting run not yet named on its thread, the moment after its end, is still the latest.)
     const named = found.thread?.waitingRunId;
-    const later = named !== undefined && named !== tail.runId ? await store.getRun(named) : undefined;
+    const later = named !== undefined && named !== tail.runId ? await store.runs.get(named) : undefined;
     if (later && later.arrival > tail.arrival) {
       return refuse('no_open_ask', `task "${root.runId}" waits no more: a later task of context "${root.threadId}" holds its asks`);
     }
@@ -137,11 +137,11 @@ async function start(core: A2aCore, request: SendMessage, found: Place, root: Ru
   const config = request.push ? await putPushConfig(core, taskId, request.principal, request.push) : undefined;
   const started = await startLanded(core, { agentId: request.agentId, input, door: 'a2a', principal: request.principal }, place, classified.value);
   if (!started.ok) {
-    if (config && !root) await store.deletePushConfig(config.taskId, config.configId);
+    if (config && !root) await store.pushConfigs.delete(config.taskId, config.configId);
     return started;
   }
   const { run, attached } = started.value;
-  const taskRoot = root ?? (run.rootRunId === run.runId ? run : ((await store.getRun(run.rootRunId)) ?? run));
+  const taskRoot = root ?? (run.rootRunId === run.runId ? run : ((await store.runs.get(run.rootRunId)) ?? run));
   return ok({ root: taskRoot, run, repeated: attached });
 }
 

@@ -1,5 +1,6 @@
 import type { TaskState } from '@a2a-js/sdk';
 import type { Run } from '../model.js';
+import type { RecordProjections, TaskEntry } from '../record/port.js';
 import { TaskStates } from './vocabulary.js';
 
 /**
@@ -34,6 +35,23 @@ export function taskStateOf(tail: Run, started = false): TaskState {
 export function taskStateAt(tail: Run): string {
   return tail.endedAt ?? tail.startedAt ?? tail.createdAt;
 }
+
+/**
+ * The entry of the run's task in the record's task index, as the run's write leaves it: the root's
+ * makes it, a later run of the lineage (the tail from its creation on) moves its state.
+ */
+export function taskEntryOf(run: Run): TaskEntry {
+  const { rootRunId: taskId, tenant, agentId, threadId, arrival: tailArrival } = run;
+  const state = taskStateOf(run);
+  const stateAt = taskStateAt(run);
+  // One object, not one spread into another: every write of a run computes it.
+  return run.runId === taskId
+    ? { taskId, root: true, createdAt: run.createdAt, tenant, agentId, threadId, tailArrival, state, stateAt }
+    : { taskId, root: false, tenant, agentId, threadId, tailArrival, state, stateAt };
+}
+
+/** What every store is built with: the task index's entries, as A2A's projection says them. */
+export const recordProjections: RecordProjections = { taskEntry: taskEntryOf };
 
 /** An interrupt that asks for credentials puts the task in AUTH_REQUIRED (design §5). */
 function isAuthReason(reason: string): boolean {

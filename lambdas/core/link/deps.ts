@@ -14,7 +14,7 @@ export function live(run: Run | undefined): run is Run {
 export async function providerOf(core: LinkCore, providerId: string): Promise<LinkProvider | undefined> {
   const recent = core.recentProviders.recent(providerId);
   if (recent !== undefined) return recent ?? undefined;
-  const provider = (await core.store.getProvider(providerId)) ?? null;
+  const provider = (await core.store.providers.get(providerId)) ?? null;
   core.recentProviders.keep(providerId, provider);
   return provider ?? undefined;
 }

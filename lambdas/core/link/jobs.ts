@@ -9,7 +9,7 @@ import { failLinkRun, offer, withdraw } from './offers.js';
  * (settled, accepted, offered anew), so a job that fires late, or twice, is harmless.
  */
 export async function fireLinkJob(core: LinkCore, job: LinkJob): Promise<void> {
-  const run = await core.store.getRun(job.runId);
+  const run = await core.store.runs.get(job.runId);
   if (!live(run) || !run.link) return;
   const link = run.link;
   switch (job.kind) {
@@ -37,7 +37,7 @@ export async function fireLinkJob(core: LinkCore, job: LinkJob): Promise<void> {
       if (!link.accepted) return;
       const agent = await agentForDispatch(core, run.agentId);
       const idleMs = (agent?.idleTimeoutSeconds ?? 300) * 1000;
-      const last = await core.store.lastSeq(run.runId);
+      const last = await core.store.events.lastSeq(run.runId);
       if (last > job.seq) await core.link.timer.schedule({ kind: 'idle', runId: run.runId, seq: last }, idleMs);
       else await failLinkRun(core, run, 'provider_idle', `the agent sent nothing for ${idleMs / 1000} s`);
       return;

@@ -30,7 +30,7 @@ const refused = (code: LinkRefusalCode, message: string): LinkRefusal => ({ ok: 
  */
 export async function admitLink(core: LinkCore, proof: LinkProof, connectionId: string): Promise<{ ok: true; value: { connection: LinkConnection; welcome: ToProviderFrame } } | LinkRefusal> {
   const { keys } = core.link;
-  const provider = await core.store.getProvider(proof.providerId);
+  const provider = await core.store.providers.get(proof.providerId);
   if (!provider) return refused('link_unknown_provider', `no provider "${proof.providerId}" is registered: an admin registers it with PUT /admin/providers/${proof.providerId}`);
   if (proof.gatewayKey !== keys.publicKey) {
     return refused('link_wrong_gateway', "the proof names another gateway's key: pin this gateway's public key (GET /admin/link, printed by npm start)");
@@ -46,7 +46,7 @@ export async function admitLink(core: LinkCore, proof: LinkProof, connectionId: 
   const nowSeconds = Math.floor(now / 1000);
   // The claim outlives the window in which its proof could be accepted at all.
   const claim = { key: `link#${proof.providerId}#${proof.nonce}`, runId: connectionId, threadId: '', expiresAt: nowSeconds + Math.ceil((2 * window) / 1000) };
-  const held = await core.store.claimMessage(claim, nowSeconds);
+  const held = await core.store.claims.take(claim, nowSeconds);
   if (held.runId !== connectionId) return refused('link_replayed_proof', 'the proof was used before: every connection needs a fresh nonce');
 
   const connection: LinkConnection = { connectionId, providerId: proof.providerId, agents: [] };
@@ -74,7 +74,7 @@ export async function linkClosed(core: LinkCore, connectionId: string): Promise<
 
 async function departed(core: LinkCore, connection: LinkConnection): Promise<void> {
   for (const runId of await core.link.roster.held(connection.providerId)) {
-    const run = await core.store.getRun(runId);
+    const run = await core.store.runs.get(runId);
     if (!live(run) || run.link?.providerId !== connection.providerId) {
       await core.link.roster.drop(connection.providerId, runId);
       continue;
@@ -96,7 +96,7 @@ async function departed(core: LinkCore, connection: LinkConnection): Promise<voi
  * last provider to register it said. Runs that waited for a provider of these agents are offered.
  */
 export async function registerAgents(core: LinkCore, connection: LinkConnection, cards: LinkedAgentCard[]): Promise<void> {
-  const provider = await core.store.getProvider(connection.providerId);
+  const provider = await core.store.providers.get(connection.providerId);
   const served: string[] = [];
   const refusals: { name: string; reason: string }[] = [];
   for (const card of cards) {
@@ -112,7 +112,7 @@ export async function registerAgents(core: LinkCore, connection: LinkConnection,
 async function registration(core: LinkCore, allowed: readonly string[], providerId: string, card: LinkedAgentCard): Promise<string | undefined> {
   if (!AGENT_ID.test(card.name)) return 'an agent name must be 1 to 128 letters, digits, "_" or "-"';
   if (!allowed.includes(card.name)) return `provider "${providerId}" may not serve "${card.name}": its registration (PUT /admin/providers/${providerId}) names the agents it may serve`;
-  const existing = await core.store.getAgent(card.name);
+  const existing = await core.store.agents.get(card.name);
   if (existing && existing.provider.kind !== 'link') {
     return `"${card.name}" is registered as an agent of the ${existing.provider.kind} kind; delete it (DELETE /admin/agents/${card.name}) for a link to serve it`;
   }
@@ -128,7 +128,7 @@ async function registration(core: LinkCore, allowed: readonly string[], provider
     ...(card.skills ? { skills: card.skills } : {}),
   };
   if (!existing || JSON.stringify(cardOf(existing)) !== JSON.stringify(cardOf(agent))) {
-    await core.store.putAgent(agent);
+    await core.store.agents.put(agent);
     core.recentAgents.forget(agent.id);
   }
   return undefined;
@@ -162,7 +162,7 @@ export async function resumeRuns(core: LinkCore, connection: LinkConnection, run
   const named = new Set(runIds);
   for (const runId of await core.link.roster.held(connection.providerId)) {
     if (named.has(runId)) continue;
-    const run = await core.store.getRun(runId);
+    const run = await core.store.runs.get(runId);
     if (live(run) && run.link?.accepted && run.link.providerId === connection.providerId && run.link.connectionId !== connection.connectionId) {
       await failLinkRun(core, run, 'provider_left_holding_it', `provider "${connection.providerId}" came back without this run`);
     }
@@ -170,7 +170,7 @@ export async function resumeRuns(core: LinkCore, connection: LinkConnection, run
 }
 
 async function carry(core: LinkCore, connection: LinkConnection, runId: string): Promise<Run | undefined> {
-  const run = await core.store.getRun(runId);
+  const run = await core.store.runs.get(runId);
   if (!live(run) || !run.link?.accepted || run.link.providerId !== connection.providerId) return undefined;
   if (run.link.connectionId === connection.connectionId) return run;
   return (await core.ledger.updateLink(run, nextLink(run, { connectionId: connection.connectionId }))) ?? carry(core, connection, runId);

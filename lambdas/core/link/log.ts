@@ -102,10 +102,10 @@ export async function endLinkRun(core: LinkCore, run: Run, ending: NonNullable<R
  * provider the run's current offer went to are its acceptance.
  */
 async function heldBy(core: LinkCore, connection: LinkConnection, runId: string): Promise<Run | undefined> {
-  const run = await core.store.getRun(runId);
+  const run = await core.store.runs.get(runId);
   if (!live(run) || held(run, connection) || run.link?.providerId !== connection.providerId || run.link.accepted) return run;
   await accept(core, connection, runId, run.link.offers);
-  return core.store.getRun(runId);
+  return core.store.runs.get(runId);
 }
 
 /** A frame about a run the provider does not hold: an ended one is forgotten; another's is refused. */
@@ -118,9 +118,9 @@ async function notHeld(core: LinkCore, connection: LinkConnection, run: Run | un
 }
 
 /** A run's log as stored from its first event, up to the first hole (or `through`): what a resume carries on from. */
-export async function storedPrefix(store: Pick<RunStore, 'readEvents'>, runId: string, through?: number): Promise<{ events: StoredEvent[]; bytes: number }> {
+export async function storedPrefix(store: Pick<RunStore, 'events'>, runId: string, through?: number): Promise<{ events: StoredEvent[]; bytes: number }> {
   if (through === 0) return { events: [], bytes: 0 };
-  const read = await store.readEvents(runId, 0, through);
+  const read = await store.events.read(runId, 0, through);
   const events: StoredEvent[] = [];
   let bytes = 0;
   for (const stored of read) {

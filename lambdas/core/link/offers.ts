@@ -38,11 +38,11 @@ export async function offer(core: LinkCore, run: Run, except: readonly string[] 
   for (const connection of ordered) {
     const provider = await providerOf(core, connection.providerId);
     if (!provider?.agents.includes(run.agentId)) continue;
-    if (!(await core.store.takeProviderPlace(provider.providerId, provider.maxConcurrentRuns))) continue;
+    if (!(await core.store.providers.takePlace(provider.providerId, provider.maxConcurrentRuns))) continue;
     const offered = await core.ledger.updateLink(run, { ...link, rev: link.rev + 1, offers: link.offers + 1, providerId: provider.providerId, connectionId: connection.connectionId });
     if (!offered) {
       // Moved meanwhile (a cancel, a concurrent offer): whoever moved it carries on.
-      await core.store.releaseProviderPlace(provider.providerId);
+      await core.store.providers.releasePlace(provider.providerId);
       return;
     }
     await roster.unwait(run.agentId, run.runId);
@@ -61,7 +61,7 @@ export async function offer(core: LinkCore, run: Run, except: readonly string[] 
 export async function offerWaiting(core: LinkCore, agents: readonly string[]): Promise<void> {
   for (const agentId of agents) {
     for (const runId of await core.link.roster.waiting(agentId)) {
-      const run = await core.store.getRun(runId);
+      const run = await core.store.runs.get(runId);
       if (live(run)) await offer(core, run);
       else await core.link.roster.unwait(agentId, runId);
     }
@@ -95,7 +95,7 @@ export async function forgetLinkRun(core: LinkCore, run: Run): Promise<void> {
 
 /** The current offer of a run, if it is this offer to this provider and not yet answered. */
 async function openOffer(core: LinkCore, connection: LinkConnection, runId: string, offerNumber: number): Promise<Run | undefined> {
-  const run = await core.store.getRun(runId);
+  const run = await core.store.runs.get(runId);
   const link = run?.link;
   if (!live(run) || !link || link.accepted || link.offers !== offerNumber || link.providerId !== connection.providerId) return undefined;
   return run;
@@ -106,7 +106,7 @@ export async function accept(core: LinkCore, connection: LinkConnection, runId: 
   const run = await openOffer(core, connection, runId, offerNumber);
   if (!run) {
     // Taken already by this offer's events, handled first (frames are handled concurrently on AWS): nothing to do.
-    const taken = await core.store.getRun(runId);
+    const taken = await core.store.runs.get(runId);
     if (live(taken) && taken.link?.accepted && taken.link.providerId === connection.providerId && taken.link.offers === offerNumber) return;
     // A verdict on an offer withdrawn (its clock ran out, the run ended): the agent must not run it.
     await tell(core, connection.connectionId, { v: 1, type: 'cancel', runId, reason: 'offer_withdrawn' });
@@ -140,7 +140,7 @@ export async function withdraw(core: LinkCore, run: Run): Promise<Run | undefine
   if (!link?.providerId || link.accepted) return undefined;
   const withdrawn = await core.ledger.updateLink(run, nextLink(run, { providerId: undefined, connectionId: undefined }));
   if (!withdrawn) return undefined;
-  await core.store.releaseProviderPlace(link.providerId);
+  await core.store.providers.releasePlace(link.providerId);
   await core.link.roster.drop(link.providerId, run.runId);
   await tell(core, link.connectionId, { v: 1, type: 'cancel', runId: run.runId, reason: 'offer_withdrawn' });
   return withdrawn;

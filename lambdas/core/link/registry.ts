@@ -25,7 +25,7 @@ export async function putProvider(core: Core, given: ProviderRegistration): Prom
   if (!core.link) return refuse('invalid_input', 'this gateway takes no provider links');
   const publicKey = core.link.keys.normalize(given.publicKey);
   if (!publicKey) return refuse('invalid_input', 'ProviderRegistration.publicKey: must be an Ed25519 public key, as the base64url of its 32 bytes or as PEM');
-  const existing = await core.store.getProvider(given.providerId);
+  const existing = await core.store.providers.get(given.providerId);
   const provider: LinkProvider = {
     providerId: given.providerId,
     publicKey,
@@ -33,23 +33,23 @@ export async function putProvider(core: Core, given: ProviderRegistration): Prom
     maxConcurrentRuns: given.maxConcurrentRuns,
     createdAt: existing?.createdAt ?? isoNow(core),
   };
-  const created = await core.store.putProvider(provider);
+  const created = await core.store.providers.put(provider);
   core.recentProviders.forget(provider.providerId);
   return ok({ provider: await viewOf(core, { ...provider, places: existing?.places ?? 0 }), created });
 }
 
 export async function getProvider(core: Core, providerId: string): Promise<ProviderView | undefined> {
-  const provider = await core.store.getProvider(providerId);
+  const provider = await core.store.providers.get(providerId);
   return provider && viewOf(core, provider);
 }
 
 export async function listProviders(core: Core): Promise<ProviderView[]> {
-  return Promise.all((await core.store.listProviders()).map((provider) => viewOf(core, provider)));
+  return Promise.all((await core.store.providers.list()).map((provider) => viewOf(core, provider)));
 }
 
 /** Removes a provider: its link is closed, and the runs it held fail when the grace window ends. */
 export async function deleteProvider(core: Core, providerId: string): Promise<boolean> {
-  const deleted = await core.store.deleteProvider(providerId);
+  const deleted = await core.store.providers.delete(providerId);
   core.recentProviders.forget(providerId);
   const connection = await core.link?.roster.ofProvider(providerId);
   if (connection) await core.link!.channels.close(connection.connectionId, 'the provider was deleted');

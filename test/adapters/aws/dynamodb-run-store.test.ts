@@ -2,13 +2,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DynamoRunStore } from '../../../lambdas/adapters/aws/dynamodb/run-store.js';
+import { DynamoStore, createDynamoStore } from '../../../lambdas/adapters/aws/dynamodb/store/store.js';
 import { ensureTables, localDynamoClient, startDynalite } from '../../../lambdas/adapters/local/dynalite.js';
 import { StoreUnavailable } from '../../../lambdas/core/errors.js';
 import type { StoredEvent } from '../../../lambdas/core/model.js';
 import { harness, type Harness } from '../../support/core-harness.js';
 import { useDynalite } from '../../support/dynalite.js';
 import { aRun, aThread, events, range, seqs } from '../../support/store-fixtures.js';
+import { recordProjections } from '../../../lambdas/core/a2a/task-state.js';
 
 /**
  * What only the DynamoDB adapter does: its retries when DynamoDB pushes back, its count of billed
@@ -16,40 +17,40 @@ import { aRun, aThread, events, range, seqs } from '../../support/store-fixtures
  */
 const dynamo = useDynalite();
 
-describe('DynamoRunStore: appending events when DynamoDB pushes back', () => {
+describe('DynamoStore: appending events when DynamoDB pushes back', () => {
   const storeWith = dynamo.storeWithWriteFaults;
 
   it('writes the events DynamoDB left unprocessed on a later attempt', async () => {
     const store = await storeWith((call) => (call <= 3 ? 'leave-half' : 'pass'));
 
-    await store.appendEvents(events('run-1', 20));
+    await store.events.append(events('run-1', 20));
 
-    expect(seqs(await store.readEvents('run-1', 0))).toEqual(range(1, 20));
-    expect(store.usage.writeRequests).toBe(4);
+    expect(seqs(await store.events.read('run-1', 0))).toEqual(range(1, 20));
+    expect(store.sent.writeRequests).toBe(4);
   });
 
   it('retries a batch DynamoDB throttles, with backoff, and stores every event', async () => {
     const store = await storeWith((call) => (call <= 3 ? 'throttle' : 'pass'));
 
-    await store.appendEvents(events('run-1', 30));
+    await store.events.append(events('run-1', 30));
 
-    expect(seqs(await store.readEvents('run-1', 0))).toEqual(range(1, 30));
+    expect(seqs(await store.events.read('run-1', 0))).toEqual(range(1, 30));
   });
 
   it('gives up with store_unavailable when events stay unprocessed', async () => {
     const store = await storeWith(() => 'leave-all');
 
-    const appending = store.appendEvents(events('run-1', 3));
+    const appending = store.events.append(events('run-1', 3));
 
     await expect(appending).rejects.toBeInstanceOf(StoreUnavailable);
     await expect(appending).rejects.toMatchObject({ code: 'store_unavailable' });
-    expect(store.usage.writeRequests).toBeGreaterThan(1);
+    expect(store.sent.writeRequests).toBeGreaterThan(1);
   });
 
   it('reports throttling that outlasted the SDK retries as store_unavailable', async () => {
     const store = await storeWith(() => 'throttle');
 
-    const appending = store.appendEvents(events('run-1', 30));
+    const appending = store.events.append(events('run-1', 30));
 
     await expect(appending).rejects.toBeInstanceOf(StoreUnavailable);
     await expect(appending).rejects.toMatchObject({ cause: { name: 'ProvisionedThroughputExceededException' } });
@@ -58,53 +59,53 @@ describe('DynamoRunStore: appending events when DynamoDB pushes back', () => {
   it('lets a malformed write fail as itself, not as an outage', async () => {
     const store = await dynamo.freshStore();
 
-    const appending = store.appendEvents([...events('run-1', 2), ...events('run-1', 1)]);
+    const appending = store.events.append([...events('run-1', 2), ...events('run-1', 1)]);
 
     await expect(appending).rejects.toMatchObject({ name: 'ValidationException' });
     await expect(appending).rejects.not.toBeInstanceOf(StoreUnavailable);
   });
 });
 
-describe('DynamoRunStore: usage', () => {
+describe('DynamoStore: what it sent', () => {
   it('appends nothing for no events', async () => {
     const store = await dynamo.freshStore();
-    await store.appendEvents([]);
-    expect(store.usage.writeRequests).toBe(0);
+    await store.events.append([]);
+    expect(store.sent.writeRequests).toBe(0);
   });
 
   it('counts the requests it sends and the units it writes', async () => {
     const store = await dynamo.freshStore();
-    expect(store.usage).toEqual({ readRequests: 0, writeRequests: 0, writeUnits: 0, usageRecordUnits: 0 });
+    expect(store.sent).toEqual({ readRequests: 0, writeRequests: 0, writeUnits: 0, usageRecordUnits: 0 });
 
-    await store.createThread(aThread(), 'run-0');
-    expect(store.usage).toEqual({ readRequests: 0, writeRequests: 1, writeUnits: 1, usageRecordUnits: 0 });
+    await store.threads.create(aThread(), 'run-0');
+    expect(store.sent).toEqual({ readRequests: 0, writeRequests: 1, writeUnits: 1, usageRecordUnits: 0 });
 
     // 30 events of ~1.5 KB: two batches, two units per event.
-    await store.appendEvents(events('run-1', 30).map((e) => ({ ...e, event: { ...e.event, delta: 'x'.repeat(1500) } })));
-    expect(store.usage).toEqual({ readRequests: 0, writeRequests: 3, writeUnits: 61, usageRecordUnits: 0 });
+    await store.events.append(events('run-1', 30).map((e) => ({ ...e, event: { ...e.event, delta: 'x'.repeat(1500) } })));
+    expect(store.sent).toEqual({ readRequests: 0, writeRequests: 3, writeUnits: 61, usageRecordUnits: 0 });
 
-    await store.readEvents('run-1', 0);
-    await store.getThread({ tenant: 'acme', threadId: 'nobody' });
-    expect(store.usage.readRequests).toBe(2);
+    await store.events.read('run-1', 0);
+    await store.threads.get({ tenant: 'acme', threadId: 'nobody' });
+    expect(store.sent.readRequests).toBe(2);
   });
 
   it('counts the whole run item for a transition, since DynamoDB bills an update on the item', async () => {
     const store = await dynamo.freshStore();
     const run = aRun({ input: { ...aRun().input, state: { notes: 'x'.repeat(10_000) } } });
-    await store.createRun(run);
-    const created = store.usage.writeUnits;
+    await store.runs.create(run);
+    const created = store.sent.writeUnits;
 
-    await store.transitionRun(run.runId, ['queued'], { status: 'running' });
-    await store.transitionRun(run.runId, ['queued'], { status: 'running' });
+    await store.runs.transition(run.runId, ['queued'], { status: 'running' });
+    await store.runs.transition(run.runId, ['queued'], { status: 'running' });
 
     expect(created).toBeGreaterThanOrEqual(10);
     // The winner is billed on the ~10 KB item and its task's index entry (as the creation was), the refused one on a single unit.
-    expect(store.usage.writeUnits - created).toBe(created + 1);
-    expect(store.usage.writeRequests).toBe(5);
+    expect(store.sent.writeUnits - created).toBe(created + 1);
+    expect(store.sent.writeRequests).toBe(5);
   });
 });
 
-describe('DynamoRunStore on dynalite with a data directory', () => {
+describe('DynamoStore on dynalite with a data directory', () => {
   it('keeps tables and runs across a restart over the same directory', async () => {
     const path = await mkdtemp(join(tmpdir(), 'funduq-dynalite-'));
     const tables = { runs: 'runs', runEvents: 'run-events' };
@@ -113,14 +114,14 @@ describe('DynamoRunStore on dynalite with a data directory', () => {
       const first = await startDynalite({ path });
       const firstClient = localDynamoClient(first.endpoint);
       await ensureTables(firstClient, tables);
-      await new DynamoRunStore({ client: firstClient, tables }).createRun(run);
+      await createDynamoStore({ client: firstClient, tables, projections: recordProjections }).runs.create(run);
       firstClient.destroy();
       await first.close();
 
       const second = await startDynalite({ path });
       const secondClient = localDynamoClient(second.endpoint);
       await ensureTables(secondClient, tables);
-      const stored = await new DynamoRunStore({ client: secondClient, tables }).getRun(run.runId);
+      const stored = await createDynamoStore({ client: secondClient, tables, projections: recordProjections }).runs.get(run.runId);
       secondClient.destroy();
       await second.close();
 
@@ -147,7 +148,7 @@ describe('a run while DynamoDB throttles its event writes', () => {
     await h.send('hello');
     await h.settled();
 
-    expect(await h.store.getRun('run-1')).toMatchObject({ status: 'completed', lastSeq: 5 });
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'completed', lastSeq: 5 });
     expect((await readToEnd(h, 'run-1')).map((stored) => stored.seq)).toEqual([1, 2, 3, 4, 5]);
   });
 
@@ -158,7 +159,7 @@ describe('a run while DynamoDB throttles its event writes', () => {
     await h.send('hello');
     await h.settled();
 
-    expect(await h.store.getRun('run-1')).toMatchObject({ status: 'failed', reason: 'store_unavailable', lastSeq: 1 });
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'failed', reason: 'store_unavailable', lastSeq: 1 });
     const seen = await readToEnd(h, 'run-1');
     expect(seen.map((stored) => stored.event)).toEqual([
       { type: 'RUN_ERROR', code: 'store_unavailable', message: expect.stringContaining('after 5 attempts') },

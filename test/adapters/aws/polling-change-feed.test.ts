@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { DynamoRunStore } from '../../../lambdas/adapters/aws/dynamodb/run-store.js';
+import type { DynamoStore } from '../../../lambdas/adapters/aws/dynamodb/store/store.js';
 import { PollingChangeFeed } from '../../../lambdas/adapters/aws/polling-change-feed.js';
 import { followRun } from '../../../lambdas/core/follow-run.js';
 import type { Run, StoredEvent } from '../../../lambdas/core/model.js';
@@ -53,9 +53,9 @@ class ManualScheduler {
   }
 }
 
-async function aStoredRun(store: DynamoRunStore): Promise<Run> {
+async function aStoredRun(store: DynamoStore): Promise<Run> {
   const run = aRunningRun();
-  await store.createRun(run);
+  await store.runs.create(run);
   return run;
 }
 
@@ -73,7 +73,7 @@ describe('the polling change feed', () => {
   it('wakes a subscriber once at the start, so it reads what was stored before it subscribed', async () => {
     const store = await dynamo.freshStore();
     const run = await aStoredRun(store);
-    await store.appendEvents(events(run.runId, 1, 2));
+    await store.events.append(events(run.runId, 1, 2));
     const scheduler = new ManualScheduler();
     const seen = recorder();
     new PollingChangeFeed(store, { schedule: scheduler.schedule }).subscribe(run.runId, seen.listener);
@@ -85,17 +85,17 @@ describe('the polling change feed', () => {
   it('hands a subscriber the events another function stored after its cursor, then the run’s new status', async () => {
     const store = await dynamo.freshStore();
     const run = await aStoredRun(store);
-    await store.appendEvents(events(run.runId, 1, 2));
+    await store.events.append(events(run.runId, 1, 2));
     const scheduler = new ManualScheduler();
     const seen = recorder();
     new PollingChangeFeed(store, { schedule: scheduler.schedule }).subscribe(run.runId, seen.listener);
     await scheduler.scheduled();
 
-    await store.appendEvents(events(run.runId, 3, 5));
+    await store.events.append(events(run.runId, 3, 5));
     await scheduler.tick();
     expect(seen.seqs()).toEqual([3, 4, 5]);
 
-    await store.transitionRun(run.runId, ['running'], { status: 'completed', lastSeq: 5 });
+    await store.runs.transition(run.runId, ['running'], { status: 'completed', lastSeq: 5 });
     await scheduler.tick();
     await scheduler.tick();
     expect(seen.statuses()).toEqual(['running', 'completed']);
@@ -109,7 +109,7 @@ describe('the polling change feed', () => {
     const seen = recorder();
     new PollingChangeFeed(store, { schedule: scheduler.schedule }).subscribe(run.runId, seen.listener);
     await scheduler.scheduled();
-    await store.transitionRun(run.runId, ['running'], { status: 'cancelling', cancelRequested: true });
+    await store.runs.transition(run.runId, ['running'], { status: 'cancelling', cancelRequested: true });
     await scheduler.tick();
     expect(seen.statuses()).toEqual(['running', 'cancelling']);
   });
@@ -123,7 +123,7 @@ describe('the polling change feed', () => {
     for (let i = 0; i < 5; i += 1) await scheduler.tick();
     expect(scheduler.delays).toEqual([100, 200, 400, 800, 1000, 1000]);
 
-    await store.appendEvents(events(run.runId, 1, 1));
+    await store.events.append(events(run.runId, 1, 1));
     await scheduler.tick();
     await scheduler.tick();
     expect(scheduler.delays.slice(-2)).toEqual([50, 100]);
@@ -139,7 +139,7 @@ describe('the polling change feed', () => {
     await scheduler.scheduled();
 
     const mine = events(run.runId, 1, 2);
-    await store.appendEvents(mine);
+    await store.events.append(mine);
     feed.publish({ kind: 'events', runId: run.runId, events: mine });
     expect(seen.seqs()).toEqual([1, 2]);
 
@@ -157,7 +157,7 @@ describe('the polling change feed', () => {
     await scheduler.scheduled();
     unsubscribe();
     expect(scheduler.pending).toBeUndefined();
-    await store.appendEvents(events(run.runId, 1, 3));
+    await store.events.append(events(run.runId, 1, 3));
     expect(seen.seqs()).toEqual([]);
   });
 
@@ -170,9 +170,8 @@ describe('the polling change feed', () => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     let reading: Promise<Run | undefined> | undefined;
     const gated = {
-      readEvents: (...args: Parameters<DynamoRunStore['readEvents']>) => store.readEvents(...args),
-      getRun: (runId: string) => (reading = gate.then(() => store.getRun(runId))),
-      lastSeq: (runId: string) => store.lastSeq(runId),
+      events: store.events,
+      runs: Object.assign(Object.create(store.runs) as DynamoStore['runs'], { get: (runId: string) => (reading = gate.then(() => store.runs.get(runId))) }),
     };
     const unsubscribe = new PollingChangeFeed(gated, { schedule: scheduler.schedule }).subscribe(run.runId, seen.listener);
     await expect.poll(() => reading !== undefined).toBe(true);
@@ -192,9 +191,8 @@ describe('the polling change feed', () => {
     const errors: unknown[] = [];
     let failures = 1;
     const flaky = {
-      readEvents: (...args: Parameters<DynamoRunStore['readEvents']>) => store.readEvents(...args),
-      getRun: (runId: string) => (failures-- > 0 ? Promise.reject(new Error('throttled')) : store.getRun(runId)),
-      lastSeq: (runId: string) => store.lastSeq(runId),
+      events: store.events,
+      runs: Object.assign(Object.create(store.runs) as DynamoStore['runs'], { get: (runId: string) => (failures-- > 0 ? Promise.reject(new Error('throttled')) : store.runs.get(runId)) }),
     };
     const seen = recorder();
     new PollingChangeFeed(flaky, { schedule: scheduler.schedule, onError: (e) => errors.push(e) }).subscribe(run.runId, seen.listener);
@@ -206,17 +204,17 @@ describe('the polling change feed', () => {
   it('lets the core’s reader follow a run another function writes, to its end', async () => {
     const store = await dynamo.freshStore();
     const run = await aStoredRun(store);
-    await store.appendEvents(events(run.runId, 1, 2));
+    await store.events.append(events(run.runId, 1, 2));
     const readerFeed = new PollingChangeFeed(store, { minIntervalMs: 2, maxIntervalMs: 20 });
     const read: number[] = [];
     const reading = (async () => {
       for await (const stored of followRun({ store, feed: readerFeed }, run.runId, 0)) read.push(stored.seq);
     })();
     await expect.poll(() => read).toEqual([1, 2]);
-    await store.appendEvents(events(run.runId, 3, 4));
+    await store.events.append(events(run.runId, 3, 4));
     await expect.poll(() => read).toEqual([1, 2, 3, 4]);
-    await store.appendEvents(events(run.runId, 5, 5));
-    await store.transitionRun(run.runId, ['running'], { status: 'completed', lastSeq: 5 });
+    await store.events.append(events(run.runId, 5, 5));
+    await store.runs.transition(run.runId, ['running'], { status: 'completed', lastSeq: 5 });
     await reading;
     expect(read).toEqual([1, 2, 3, 4, 5]);
   });

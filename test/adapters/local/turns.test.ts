@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { SqliteRunStore } from '../../../lambdas/adapters/local/sqlite-run-store.js';
+import { SqliteStore, createSqliteStore } from '../../../lambdas/adapters/local/sqlite/store.js';
 import { takingTurns } from '../../../lambdas/adapters/local/turns.js';
+import { recordProjections } from '../../../lambdas/core/a2a/task-state.js';
 
 /** Holds the thread for `ms`: a chain's own synchronous work between two store calls. */
 function work(ms: number): void {
@@ -10,7 +11,7 @@ function work(ms: number): void {
 
 describe('store calls taking turns on one machine', () => {
   it('gives a chain that waited its turn a slice of its own: a chain arriving behind a busy one is not held to a call a turn', async () => {
-    const raw = new SqliteRunStore(':memory:');
+    const raw = createSqliteStore(':memory:', { projections: recordProjections });
     const store = takingTurns(raw);
     try {
       const order: string[] = [];
@@ -19,7 +20,7 @@ describe('store calls taking turns on one machine', () => {
       // A busy chain (a burst's relay): 60 store calls with work between them, some 30 slices' worth.
       const busy = (async () => {
         for (let i = 0; i < 60; i++) {
-          await store.lastSeq('busy');
+          await store.events.lastSeq('busy');
           work(2);
           // Another chain arrives in the middle of the busy one's slice (a paced event read off its socket).
           if (i === 1) arrive();
@@ -29,7 +30,7 @@ describe('store calls taking turns on one machine', () => {
       // Its many quick calls (a paced event's log, record and readers) fit in one slice; at a call a turn they outlast the busy chain.
       const paced = (async () => {
         await arrived;
-        for (let i = 0; i < 40; i++) await store.lastSeq('paced');
+        for (let i = 0; i < 40; i++) await store.events.lastSeq('paced');
         order.push('paced ended');
       })();
       await Promise.all([busy, paced]);
@@ -40,7 +41,7 @@ describe('store calls taking turns on one machine', () => {
   });
 
   it('gives the chains that waited a few slices a turn in all, however many wait: the loop turns between them', async () => {
-    const raw = new SqliteRunStore(':memory:');
+    const raw = createSqliteStore(':memory:', { projections: recordProjections });
     const store = takingTurns(raw);
     try {
       // One count per turn of the loop: an immediate that queues itself runs once a turn.
@@ -55,7 +56,7 @@ describe('store calls taking turns on one machine', () => {
       // 50 chains (50 requests at once), each some 10 slices of calls with work between them.
       const chains = Array.from({ length: 50 }, async (_, chain) => {
         for (let i = 0; i < 40; i++) {
-          await store.lastSeq(`chain-${chain}`);
+          await store.events.lastSeq(`chain-${chain}`);
           goneOnIn.set(turns, (goneOnIn.get(turns) ?? new Set()).add(chain));
           work(1);
         }

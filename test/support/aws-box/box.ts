@@ -16,10 +16,11 @@ import { StepFunctionsService } from './step-functions.js';
 import { synthesize } from './synth.js';
 import { WebSocketApi } from './websocket-api.js';
 import { Deployment } from './template.js';
-import { DynamoRunStore } from '../../../lambdas/adapters/aws/dynamodb/run-store.js';
+import { DynamoStore, createDynamoStore } from '../../../lambdas/adapters/aws/dynamodb/store/store.js';
 import type { TableNames } from '../../../lambdas/adapters/aws/dynamodb/tables.js';
 import type { Run } from '../../../lambdas/core/model.js';
 import { dynamoSnapshot, type RecordSnapshot } from '../record-invariants.js';
+import { recordProjections } from '../../../lambdas/core/a2a/task-state.js';
 
 /** Lambda keeps this much of an account's concurrency unreserved (PutFunctionConcurrency). */
 const UNRESERVED_MINIMUM = 100;
@@ -193,7 +194,7 @@ export class AwsBox {
 
   /** A run as the runs table holds it now (the DynamoDB adapter's consistent read, past IAM), or undefined. */
   run(runId: string): Promise<Run | undefined> {
-    return new DynamoRunStore({ client: this.dynamodb.client, tables: this.tables() }).getRun(runId);
+    return createDynamoStore({ client: this.dynamodb.client, tables: this.tables(), projections: recordProjections }).runs.get(runId);
   }
 
   /** The record as the tables hold it now, for `recordBreaks`. */

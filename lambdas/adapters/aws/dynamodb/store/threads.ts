@@ -1,0 +1,97 @@
+import type { Thread, ThreadRef } from '../../../../core/model.js';
+import type { Threads } from '../../../../core/ports.js';
+import { holds, type DynamoHandle } from './handle.js';
+import { domain, threadItemKey } from './keys.js';
+
+/** Threads: an item each (`thread#<threadKey>`), its places' count beside the set of their holders. */
+export class DynamoThreads implements Threads {
+  constructor(private readonly handle: DynamoHandle) {}
+
+  async get(thread: ThreadRef): Promise<Thread | undefined> {
+    const item = await this.handle.get(threadItemKey(thread));
+    return item && domain<Thread>(item);
+  }
+
+  async create(thread: Thread, holder: string): Promise<boolean> {
+    return this.handle.putNew({ ...threadItemKey(thread), ...thread, holders: new Set([holder]) });
+  }
+
+  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<number | undefined> {
+    const limited = limit !== undefined;
+    // One conditional ADD takes the number and the place together, so concurrent arrivals can
+    // neither share a number nor overfill the thread; the place is the holder's, so a run takes one once.
+    const names = { '#arrivals': 'arrivals', '#unsettled': 'unsettled', '#holders': 'holders' };
+    const attributes = await this.handle.update({
+      Key: threadItemKey(thread),
+      UpdateExpression: 'ADD #arrivals :one, #unsettled :one, #holders :holder',
+      ConditionExpression: `attribute_exists(pk) AND NOT contains(#holders, :id)${limited ? ' AND #unsettled < :limit' : ''}`,
+      ExpressionAttributeNames: names,
+      // DynamoDB rejects a value placeholder the expressions do not use, hence two shapes.
+      ExpressionAttributeValues: { ':one': 1, ':holder': new Set([holder]), ':id': holder, ...(limited ? { ':limit': limit } : {}) },
+      ReturnValues: 'UPDATED_NEW',
+    });
+    if (attributes) return attributes.arrivals as number;
+    // A run that holds a place already (its request came again after a crash) takes a new number only.
+    const held = await this.handle.get(threadItemKey(thread));
+    if (!holds(held, holder)) return undefined;
+    const numbered = await this.handle.update({
+      Key: threadItemKey(thread),
+      UpdateExpression: 'ADD #arrivals :one',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeNames: { '#arrivals': 'arrivals' },
+      ExpressionAttributeValues: { ':one': 1 },
+      ReturnValues: 'UPDATED_NEW',
+    });
+    return numbered?.arrivals as number | undefined;
+  }
+
+  async releasePlace(thread: ThreadRef, holder: string): Promise<void> {
+    // Only a place the run holds goes back, in the same write that forgets it: a repeat (a repair,
+    // a retried settle) fails the condition and gives nothing back twice.
+    await this.handle.update({
+      Key: threadItemKey(thread),
+      UpdateExpression: 'ADD #unsettled :minusOne DELETE #holders :holder',
+      ConditionExpression: 'contains(#holders, :id)',
+      ExpressionAttributeNames: { '#unsettled': 'unsettled', '#holders': 'holders' },
+      ExpressionAttributeValues: { ':minusOne': -1, ':holder': new Set([holder]), ':id': holder },
+    });
+  }
+
+  async placeHolders(thread: ThreadRef): Promise<string[]> {
+    const item = await this.handle.get(threadItemKey(thread));
+    return [...((item?.holders as Set<string> | undefined) ?? [])];
+  }
+
+  async abandon(thread: ThreadRef, holder: string): Promise<void> {
+    const deleted = await this.handle.deleteWhere(
+      threadItemKey(thread),
+      '#arrivals = :one AND contains(#holders, :id)',
+      { '#arrivals': 'arrivals', '#holders': 'holders' },
+      { ':one': 1, ':id': holder },
+    );
+    // Another run arrived on it meanwhile: the thread stays, without the place the failed one held.
+    if (!deleted) await this.releasePlace(thread, holder);
+  }
+
+  async setPlaces(thread: ThreadRef, holders: readonly string[]): Promise<void> {
+    // Without the condition an update of a missing thread would create a thread item with no fields.
+    await this.handle.update({
+      Key: threadItemKey(thread),
+      UpdateExpression: holders.length > 0 ? 'SET #unsettled = :count, #holders = :holders' : 'SET #unsettled = :count REMOVE #holders',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeNames: { '#unsettled': 'unsettled', '#holders': 'holders' },
+      ExpressionAttributeValues: { ':count': holders.length, ...(holders.length > 0 ? { ':holders': new Set(holders) } : {}) },
+    });
+  }
+
+  async setWaitingRun(thread: ThreadRef, runId: string): Promise<void> {
+    // Without the condition an update of a missing thread would create a thread item with no fields.
+    await this.handle.update({
+      Key: threadItemKey(thread),
+      UpdateExpression: 'SET #attribute = :value',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeNames: { '#attribute': 'waitingRunId' },
+      ExpressionAttributeValues: { ':value': runId },
+    });
+  }
+}
