@@ -9,8 +9,8 @@ import { SSE_HEADERS, sseStream, type SseOptions } from './sse.js';
 type Env = { Variables: { principal: Principal } };
 
 /**
- * The AG-UI door: POST a RunAgentInput, read the run as SSE. Extensions (documented in the
- * README): replay-then-tail of a run's events with Last-Event-ID, and cancel.
+ * The AG-UI door: POST a RunAgentInput, read the run as SSE. Extensions (documented in
+ * docs/doors.md): replay-then-tail of a run's events with Last-Event-ID, and cancel.
  */
 export function aguiDoor(gateway: Gateway, sse: SseOptions) {
   const door = new Hono<Env>();

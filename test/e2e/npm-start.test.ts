@@ -8,7 +8,7 @@ import { eventually } from '../support/core-harness.js';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { asTask, artifactTexts, send, userMessage as a2aMessage } from '../support/a2a.js';
 import { aguiAgent, assistantText, readFirstSse, readSse, userMessage } from '../support/gateway.js';
-import { readmeBlocks } from '../support/readme.js';
+import { manualBlocks } from '../support/readme.js';
 import { spawnGateway, startChildGateway } from '../support/child-gateway.js';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -159,8 +159,8 @@ describe('npm start', () => {
     expect(output).not.toContain('key-0123456789');
   }, 60_000);
 
-  it("prints an A2A URL the stock client takes as it is, and the README's client snippets run against it as written", async () => {
-    // As the README's push try-out starts it.
+  it("prints an A2A URL the stock client takes as it is, and the manual's client snippets (the README's tour, docs/doors.md's push try-out) run against it as written", async () => {
+    // As docs/doors.md's push try-out starts it.
     const gateway = await start({ FUNDUQ_PUSH_ALLOW_LOOPBACK: 'true', FUNDUQ_PUSH_ALLOW_HTTP: 'true' });
     try {
       expect(gateway.output()).toContain('warning: FUNDUQ_PUSH_ALLOW_LOOPBACK is on');
@@ -171,7 +171,7 @@ describe('npm start', () => {
       expect(artifactTexts(asTask(await client.sendMessage(send(a2aMessage('hello from the banner')))))).toEqual(['echo: hello from the banner']);
 
       // Each JavaScript snippet as a user runs it: a .mjs file of its own, beside the project's node_modules.
-      const snippets = readmeBlocks().filter((block) => block.lang === 'js' && block.text.includes('http://127.0.0.1:8787/'));
+      const snippets = manualBlocks().filter((block) => block.lang === 'js' && block.text.includes('http://127.0.0.1:8787/'));
       expect(snippets.map((block) => block.section)).toEqual(expect.arrayContaining(['A 30-second tour', 'Try it on one machine (two minutes)']));
       expect(snippets).toHaveLength(3);
       const dir = mkdtempSync(join(ROOT, 'node_modules', '.readme-'));

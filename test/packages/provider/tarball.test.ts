@@ -7,14 +7,14 @@ import { eventually } from '../../support/core-harness.js';
 import { startChildGateway, type ChildGateway } from '../../support/child-gateway.js';
 import { aguiAgent, assistantText, userMessage } from '../../support/gateway.js';
 import { startHeldAgent, type HeldAgent } from '../../support/held-agent.js';
-import { readmeBlocks } from '../../support/readme.js';
+import { manualBlocks } from '../../support/readme.js';
 
 const ROOT = join(import.meta.dirname, '../../..');
 const SECTION = 'Put an agent behind funduq without opening a port';
-const blocks = readmeBlocks().filter((block) => block.section === SECTION);
+const blocks = manualBlocks().filter((block) => block.section === SECTION);
 const block = (lang: string, containing: string) => {
   const found = blocks.find((b) => b.lang === lang && b.text.includes(containing));
-  if (!found) throw new Error(`the README's section "${SECTION}" has no ${lang} block with "${containing}"`);
+  if (!found) throw new Error(`the manual's section "${SECTION}" has no ${lang} block with "${containing}"`);
   return found.text;
 };
 /** What a snippet's last line says it prints (`// …`). */
@@ -22,7 +22,7 @@ const printed = (text: string) => /\/\/ (.+)$/.exec(text.trim().split('\n').at(-
 
 /**
  * An empty project outside the checkout (nothing of it is reachable by walking up), which installs
- * the tarball as the README says. npm takes what the root's `npm ci` left in its cache without
+ * the tarball as docs/providers.md says. npm takes what the root's `npm ci` left in its cache without
  * asking the registry again, so the install takes seconds (the registry is asked only for what the
  * cache lacks).
  */
@@ -112,7 +112,7 @@ export const used = [connect, frame, code, wrong];
     expect({ status: checked.status, said: checked.stdout }).toEqual({ status: 0, said: '' });
   }, 120_000);
 
-  it("serves an agent to npm start as the README's steps say: the registration, the connect snippet, the bridge", async () => {
+  it("serves an agent to npm start as docs/providers.md's steps say: the registration, the connect snippet, the bridge", async () => {
     gateway = await startChildGateway({ env: { FUNDUQ_DATA_DIR: join(project, '.funduq') } });
     agent = await startHeldAgent();
     agent.release();
