@@ -4,7 +4,9 @@ import { dirname, join, relative } from 'node:path';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { transformSync } from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { Hono } from 'hono';
 import { parseApiKeys } from '../lambdas/doors/api-keys.js';
+import { errorResponse, type DoorErrorCode } from '../lambdas/doors/http-errors.js';
 import { ProviderRegistrationSchema } from '../lambdas/doors/link/admin-providers.js';
 import { readAgentsFile } from '../lambdas/runtimes/agents-file.js';
 import { AgentDefinitionSchema } from '../lambdas/runtimes/providers.js';
@@ -157,15 +159,17 @@ const anchor = (heading: string) =>
     .replace(/\s/g, '-');
 const anchorsOf = (text: string) => new Set(prose(text).split('\n').filter((line) => /^#{1,6} /.test(line)).map((line) => anchor(line.replace(/^#+ /, ''))));
 
-/** The README's failures table: the codes of its first column, as written (`provider_http_<status>`). */
-function failureTable(): string[] {
+/** The README's failures table: each row's codes, as written (`provider_http_<status>`), and where they are met. */
+function failureRows(): { codes: string[]; where: string }[] {
   const readme = readFileSync(README, 'utf8');
-  const section = readme.slice(readme.indexOf('\n## Failures\n'), readme.indexOf('\n## ', readme.indexOf('\n## Failures\n') + 1));
-  return section
+  const start = readme.indexOf('\n## Failures\n');
+  return readme
+    .slice(start, readme.indexOf('\n## ', start + 1))
     .split('\n')
     .filter((line) => line.startsWith('| `'))
-    .flatMap((line) => [...line.split('|')[1].matchAll(/`([^`]+)`/g)].map((m) => m[1]));
+    .map((line) => ({ codes: [...line.split('|')[1].matchAll(/`([^`]+)`/g)].map((m) => m[1]), where: line.split('|')[2] }));
 }
+const failureTable = () => failureRows().flatMap((row) => row.codes);
 
 /**
  * The codes the code makes, where it makes them: a refusal, a run's end, an error class or
@@ -286,5 +290,20 @@ describe('the manual (the README and docs/)', () => {
     // A row `provider_http_<status>` names each code of that prefix and a status (`provider_http_502`).
     const named = (code: string) => table.some((row) => row === code || (row.endsWith('_<status>') && new RegExp(`^${row.replace('<status>', '')}\\d{3}$`).test(code)));
     expect([...codes].filter((code) => !named(reportedAs[code] ?? code))).toEqual([]);
+  });
+
+  it("gives in the README's failures table the HTTP status each door answers a code with", async () => {
+    const app = new Hono().get('/:code', (c) => errorResponse(c, c.req.param('code') as DoorErrorCode, 'said'));
+    const rows = failureRows().filter((row) => /^\s*`\d{3}`/.test(row.where));
+    expect(rows.length).toBeGreaterThan(15);
+    const wrong: string[] = [];
+    for (const { codes, where } of rows) {
+      const status = Number(/`(\d{3})`/.exec(where)![1]);
+      for (const code of codes) {
+        const answered = (await app.request(`/${code}`)).status;
+        if (answered !== status) wrong.push(`${code}: the README says ${status}, the doors answer ${answered}`);
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 });
