@@ -278,6 +278,28 @@ describe('the manual (the README and docs/)', () => {
       .filter((key): key is string => key !== undefined);
     const missing = [...local, ...context].filter((name) => !rows.some((row) => row.includes(`\`${name}\``)));
     expect(missing).toEqual([]);
+    // And every setting an example's command line gives (`cdk deploy -c key=value`, `NAME=value npm start`) is one.
+    const given = manualBlocks()
+      .filter((block) => block.lang === 'sh')
+      .flatMap((block) => shellCommands(block.text))
+      .flatMap((words) => [
+        ...words.flatMap((word, i) => (word === '-c' && words[i + 1] ? [words[i + 1].split('=')[0]] : [])),
+        ...(words.includes('npm') && words.includes('start') ? words.slice(0, words.indexOf('npm')).map((word) => word.split('=')[0]) : []),
+      ]);
+    expect(given.length).toBeGreaterThan(0);
+    expect(given.filter((name) => !context.includes(name) && !local.includes(name))).toEqual([]);
+  });
+
+  it('names only environment variables the code reads or sets', () => {
+    const code = ['bin', 'lib', 'lambdas', 'packages/provider/src', 'test', 'bench']
+      .flatMap((folder) => readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' }).filter((name) => /\.(ts|mts|mjs|cjs)$/.test(name)).map((name) => join(ROOT, folder, name)))
+      .concat(join(ROOT, 'vitest.config.ts'))
+      .filter((path) => !path.endsWith('readme.test.ts'))
+      .map((path) => readFileSync(path, 'utf8'))
+      .join('\n');
+    const named = new Set(pages.flatMap((page) => [...page.text.matchAll(/\b(FUNDUQ_[A-Z0-9_]*[A-Z0-9]|FUZZ_[A-Z]+)\b/g)].map((m) => m[1])));
+    expect(named.size).toBeGreaterThan(20);
+    expect([...named].filter((name) => !code.includes(name))).toEqual([]);
   });
 
   it("names in the README's failures table every code a caller, an agent, a provider or an operator can meet, and no other", () => {
