@@ -60,7 +60,8 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
     sweepArrivals: (olderThanMs: number) => sweepArrivals(core, new Date(core.clock.now() - olderThanMs).toISOString()),
     /** A run whose thread-queue message was dead-lettered: failed `dispatch_failed`, its places given back. */
     failUndelivered: (runId: string) => failUndelivered(core, runId),
-    cancelRun: (runId: string, principal: Principal) => cancelRun(core, runId, principal),
+    /** `proof`: the cancel's signature (`{publicKey, timestamp, signature}`), needed for a run on a thread bound to its head. */
+    cancelRun: (runId: string, principal: Principal, proof?: unknown) => cancelRun(core, runId, principal, proof),
     expireAsks: (runId: string) => expireAsks(core, runId),
     recover: () => recover(core),
     followRun: (runId: string, afterSeq: number, signal?: AbortSignal) => followRun(core, runId, afterSeq, signal),
