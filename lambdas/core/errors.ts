@@ -27,7 +27,8 @@ export type RefusalCode =
   | 'invalid_chain'
   | 'thread_membership_required'
   | 'invalid_resolution'
-  | 'invalid_cancel';
+  | 'invalid_cancel'
+  | 'principal_not_found';
 
 export interface Refusal {
   ok: false;

@@ -10,6 +10,7 @@ const STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   thread_not_found: 404,
   run_not_found: 404,
   push_config_not_found: 404,
+  principal_not_found: 404,
   agent_disabled: 409,
   agent_in_use: 409,
   thread_agent_mismatch: 409,

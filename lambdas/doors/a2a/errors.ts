@@ -46,6 +46,7 @@ const A2A_ERRORS: Record<RefusalCode, (message: string, refusal: Refusal) => Err
   run_id_conflict: (m) => new RequestMalformedError(m),
   run_not_found: (m) => new TaskNotFoundError(m),
   push_config_not_found: (m) => new TaskNotFoundError(m),
+  principal_not_found: (m) => new RequestMalformedError(m),
   agent_not_found: (m) => new UnsupportedOperationError(m),
   agent_disabled: (m) => new UnsupportedOperationError(m),
   agent_in_use: (m) => new UnsupportedOperationError(m),
