@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ActorProofs, LinkKeys } from '../../core/ports.js';
-import { appendHop, readActorChain, sha256Hex } from '../../../packages/provider/src/actor-chain.js';
+import { ActorChainError, appendHop, readActorChain, sha256Hex } from '../../../packages/provider/src/actor-chain.js';
 import { normalizePublicKey, privateKeyOf, rawPublicKey, signText, verifyText } from '../../../packages/provider/src/ed25519.js';
 import { proofText, welcomeText } from '../../../packages/provider/src/wire.js';
 
@@ -31,7 +31,7 @@ export function actorProofsFromSecret(secret: string): ActorProofs {
       try {
         return { ok: true, signers: readActorChain(chain).map((hop) => hop.actorPublicKey) };
       } catch (error) {
-        if (error instanceof Error && error.name === 'ActorChainError') return { ok: false, message: error.message };
+        if (error instanceof ActorChainError) return { ok: false, message: error.message };
         throw error;
       }
     },
