@@ -80,7 +80,8 @@ export async function checkActors(core: Core, request: ActingRequest): Promise<R
     return refuse('thread_membership_required', `thread "${request.thread!.threadId}" is bound to the head ${head}: ${what}; present a chain whose hop 0 is signed by ${head}`);
   }
   if (request.answers) {
-    const proofs = core.proofs!;
+    const { proofs } = core;
+    if (!proofs) return refuse('invalid_resolution', 'this gateway has no identity key to check a resolution with');
     const resolution = proofOf(bag.resolution, ['publicKey', 'signature']) as Resolution | undefined;
     if (!resolution) return refuse('invalid_resolution', `thread "${request.thread!.threadId}" is bound: an answer carries resolution {publicKey, signature} by its head ${head} or its serving provider`);
     if (resolution.publicKey !== head && !serving.includes(resolution.publicKey)) {
@@ -115,7 +116,7 @@ export async function checkCancel(core: Core, run: Run, given: unknown): Promise
   if (!Number.isFinite(at) || Math.abs(core.clock.now() - at) > CANCEL_FRESH_MS) {
     return refuse('invalid_cancel', `cancel.timestamp ${timestamp} is not within ${CANCEL_FRESH_MS / 1000} s of funduq's clock: sign a fresh one (epoch milliseconds)`);
   }
-  if (!core.proofs!.verify(proof.publicKey, cancelText(run.runId, timestamp), proof.signature)) {
+  if (!core.proofs?.verify(proof.publicKey, cancelText(run.runId, timestamp), proof.signature)) {
     return refuse('invalid_cancel', `cancel.signature is not ${proof.publicKey}'s over funduq-cancel:${run.runId}:${timestamp}`);
   }
   return ok(proof.publicKey);
