@@ -2,7 +2,7 @@ import { Ledger } from './ledger.js';
 import type { LinkProvider, Tenant } from './model.js';
 import { agentForDispatch, Recent, RecentAgents } from './recent-agents.js';
 import { DEFAULT_LINK_SETTINGS, type CoreSettings, type LinkSettings } from './settings.js';
-import type { AskTimer, ChangeFeed, Clock, IdSource, LinkChannels, LinkedProvider, LinkKeys, LinkRoster, LinkTimer, Provider, RunStore, StreamRules, ThreadQueue, UsageMeter } from './ports.js';
+import type { ActorProofs, AskTimer, ChangeFeed, Clock, IdSource, LinkChannels, LinkedProvider, LinkKeys, LinkRoster, LinkTimer, Provider, RunStore, StreamRules, ThreadQueue, UsageMeter } from './ports.js';
 
 /** Everything the use cases reach the world through. */
 export interface CoreDeps {
@@ -14,6 +14,8 @@ export interface CoreDeps {
   providers: Readonly<Record<string, Provider | LinkedProvider>>;
   /** The provider link's ports (agents that dial out); absent, this gateway takes no links. */
   link?: LinkDeps;
+  /** Actor chains' and bound threads' signatures, with funduq's identity key; absent, a request with a chain is refused. */
+  proofs?: ActorProofs;
   /** The rules every agent's stream is held to: the stock AG-UI client's. */
   rules: StreamRules;
   clock: Clock;

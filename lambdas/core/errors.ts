@@ -21,7 +21,14 @@ export type RefusalCode =
   | 'task_not_cancelable'
   | 'content_type_not_supported'
   | 'push_config_not_found'
-  | 'task_settled';
+  | 'task_settled'
+  // Who acts for whom (core/actors.ts): a chain, a bound thread, the signed acts on it.
+  | 'presenter_required'
+  | 'invalid_chain'
+  | 'thread_membership_required'
+  | 'invalid_resolution'
+  | 'invalid_cancel'
+  | 'principal_not_found';
 
 export interface Refusal {
   ok: false;

@@ -9,6 +9,7 @@ import { createLink } from './link/index.js';
 import { followRun, RunWatch } from './follow-run.js';
 import type { Agent, Principal, StoredEvent } from './model.js';
 import type { PushSender } from './ports.js';
+import { deletePrincipalKeys, getPrincipalKeys, putPrincipalKeys } from './principal-keys.js';
 import { recover } from './recover.js';
 import { repairRun, sweepArrivals } from './repair.js';
 import { startRun, type StartedRun, type StartRunRequest } from './start-run.js';
@@ -60,7 +61,8 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
     sweepArrivals: (olderThanMs: number) => sweepArrivals(core, new Date(core.clock.now() - olderThanMs).toISOString()),
     /** A run whose thread-queue message was dead-lettered: failed `dispatch_failed`, its places given back. */
     failUndelivered: (runId: string) => failUndelivered(core, runId),
-    cancelRun: (runId: string, principal: Principal) => cancelRun(core, runId, principal),
+    /** `proof`: the cancel's signature (`{publicKey, timestamp, signature}`), needed for a run on a thread bound to its head. */
+    cancelRun: (runId: string, principal: Principal, proof?: unknown) => cancelRun(core, runId, principal, proof),
     expireAsks: (runId: string) => expireAsks(core, runId),
     recover: () => recover(core),
     followRun: (runId: string, afterSeq: number, signal?: AbortSignal) => followRun(core, runId, afterSeq, signal),
@@ -79,6 +81,12 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
     },
     /** The A2A door's use cases: a task is the lineage of a root run and its answers. */
     tasks,
+    /** Principals' keys, which their actor chains' last hop is signed by (the admin's). */
+    principals: {
+      put: (tenant: string, principal: string, publicKeys: readonly string[]) => putPrincipalKeys(core, tenant, principal, publicKeys),
+      get: (tenant: string, principal: string) => getPrincipalKeys(core, tenant, principal),
+      delete: (tenant: string, principal: string) => deletePrincipalKeys(core, tenant, principal),
+    },
     /** Agents that dial out: the links' handshake and frames, their timers, and the registry of providers. */
     link: createLink(core),
     /** Metering: what runs used, by tenant, agent, day and model, and the tenants' budgets. */

@@ -146,17 +146,17 @@ export class Ledger {
   }
 
   /** A cancel of a running run: it becomes `cancelling`, and its dispatcher (listening) asks the agent to stop. */
-  async requestCancel(runId: string): Promise<Run | undefined> {
-    const run = await this.deps.store.runs.transition(runId, ['running'], { status: 'cancelling', cancelRequested: true });
+  async requestCancel(runId: string, by?: string): Promise<Run | undefined> {
+    const run = await this.deps.store.runs.transition(runId, ['running'], { status: 'cancelling', cancelRequested: true, ...(by ? { cancelRequestedBy: by } : {}) });
     if (run) this.publish(run);
     return run;
   }
 
   /** A cancel of a queued run: it ends at once, never reaching its agent, with a log that says so. */
-  async cancelQueued(run: Run): Promise<Run | undefined> {
+  async cancelQueued(run: Run, by?: string): Promise<Run | undefined> {
     const end = cancelledEnd(undefined, run, 'cancelled_while_queued');
     // The transition makes this the run's only writer: its dispatcher will skip it.
-    return this.finish(run, { ...end, cancelRequested: true }, { events: 0, bytes: 0 }, end.closingEvents, ['queued']);
+    return this.finish(run, { ...end, cancelRequested: true, ...(by ? { cancelRequestedBy: by } : {}) }, { events: 0, bytes: 0 }, end.closingEvents, ['queued']);
   }
 
   /**

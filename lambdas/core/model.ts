@@ -87,6 +87,10 @@ export interface Run {
    * a timer of its own (a Step Functions execution name is used once).
    */
   asksReopened?: number;
+  /** The actor chain as funduq relayed it: the caller's hops and funduq's own (`forwardedProps.funduq.actorChain`). */
+  actorChain?: string[];
+  /** Whose signed cancel this run was asked to stop by (a key), on a thread bound to its head. */
+  cancelRequestedBy?: string;
   /** The thread-queue delivery its dispatch holds (SQS: the message's receipt handle), let go by a repair once the run settled. */
   receipt?: string;
 }
@@ -177,6 +181,11 @@ export interface Thread {
   arrivals: number;
   /** The latest run that settled with asks; its record says whether they are still open. */
   waitingRunId?: string;
+  /**
+   * The head of the actor chain its first run carried (an Ed25519 key, base64url): the thread is
+   * bound to it for good. Absent, the thread is open.
+   */
+  head?: string;
 }
 
 /**
@@ -280,6 +289,8 @@ export interface Agent {
   status?: AgentStatus;
   /** What a run of this agent costs; absent, its runs have no cost. */
   prices?: Prices;
+  /** The serving provider's Ed25519 key (agents reached by URL or Lambda): it may write to, answer and cancel on threads bound to another head. */
+  publicKey?: string;
 }
 
 /** A tenant's spending limit for a UTC day or month: tokens (every token the agents report), a cost, or both. */

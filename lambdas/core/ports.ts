@@ -9,6 +9,7 @@ export type {
   AskChanges,
   EventLog,
   MessageClaims,
+  PrincipalKeys,
   ProviderRegistry,
   PushConfigs,
   RecordProjections,
@@ -182,6 +183,24 @@ export interface LinkKeys {
   /** funduq's signature for its welcome on a link: over the provider's nonce and the link's id. */
   signWelcome(providerId: string, nonce: string, connectionId: string): string;
   /** A provider's key as an admin gave it (base64url of the raw key, or PEM) in the record's form; undefined when it is no Ed25519 public key. */
+  normalize(given: string): string | undefined;
+}
+
+/**
+ * Signed actor chains (who acts for whom) and the signatures of the acts on a thread bound to its
+ * head: Ed25519, keys and signatures base64url, with funduq's identity key (the link's) for its hop.
+ */
+export interface ActorProofs {
+  /** funduq's public key: the signer of the hop it appends. */
+  publicKey: string;
+  /** Every hop's signature and link checked (bounds too): the signers' keys, head first; or what failed, naming the hop and key. */
+  read(chain: unknown): { ok: true; signers: string[] } | { ok: false; message: string };
+  /** The chain with funduq's hop appended, naming where it dispatches the run. */
+  extend(chain: readonly string[], dispatchedTo: { agent: string; provider: string }): string[];
+  /** Whether `signature` is `publicKey`'s over the UTF-8 of `text`; a key or signature that does not parse does not verify. */
+  verify(publicKey: string, text: string, signature: string): boolean;
+  sha256Hex(text: string): string;
+  /** A key as an admin gave it (base64url of the raw key, or PEM) in the record's form; undefined when it is no Ed25519 public key. */
   normalize(given: string): string | undefined;
 }
 

@@ -27,6 +27,7 @@ export function agentInput(run: Run, history: readonly Message[], interjecting =
   };
   // Only a run dispatched beside the run it names joins it; one that came too late runs as the next.
   if (interjecting && run.addressedRunId !== undefined) annotations.addressedRunId = run.addressedRunId;
+  if (run.actorChain !== undefined) annotations.actorChain = run.actorChain;
   const input: RunAgentInput = {
     ...run.input,
     threadId: run.threadId,

@@ -1,4 +1,5 @@
 import type { RunAgentInput } from '@ag-ui/core';
+import { checkActors, type Actors } from './actors.js';
 import { matchAnswer, namedAsks, type AskClosing } from './answers.js';
 import type { Core } from './deps.js';
 import { ok, refuse, StoreUnavailable, type Result } from './errors.js';
@@ -17,6 +18,8 @@ export interface StartRunRequest {
   input: RunAgentInput;
   door: DoorName;
   principal: Principal;
+  /** The request's actor chain, verified and relayed (set by `startLanded`). */
+  actors?: Actors;
 }
 
 export interface StartedRun {
@@ -170,7 +173,17 @@ export function refuseExpired(asks: readonly Ask[], task?: string) {
  * (opened on first use), then the landing's own writes. A run admitted and then refused gives its
  * tenant's place back.
  */
-export async function startLanded(core: Core, request: StartRunRequest, place: Place, landing: Landing): Promise<Result<StartedRun>> {
+export async function startLanded(core: Core, given: StartRunRequest, place: Place, landing: Landing): Promise<Result<StartedRun>> {
+  // Who acts for whom, checked before anything is written: a refused chain or proof leaves nothing behind.
+  const actors = await checkActors(core, {
+    principal: given.principal,
+    forwardedProps: given.input.forwardedProps,
+    agent: place.agent,
+    ...(place.thread ? { thread: place.thread } : {}),
+    ...(landing.kind === 'answer' && !landing.closed ? { answers: landing.waiting } : {}),
+  });
+  if (!actors.ok) return actors;
+  const request: StartRunRequest = actors.value ? { ...given, actors: actors.value } : given;
   // Nothing is written before the run is known to be storable whole.
   const problem = storableProblem(request.input, 'RunAgentInput');
   if (problem) return refuse('invalid_input', problem);
@@ -257,6 +270,7 @@ function draftRun(core: Core, request: StartRunRequest & { tenantPlace?: boolean
   if (lineage.parentRunId !== undefined) run.parentRunId = lineage.parentRunId;
   if (lineage.addressedRunId !== undefined) run.addressedRunId = lineage.addressedRunId;
   if (request.tenantPlace) run.tenantPlace = true;
+  if (request.actors) run.actorChain = request.actors.relayed;
   return run;
 }
 
@@ -345,12 +359,17 @@ async function openThread(core: Core, request: StartRunRequest): Promise<Result<
     unsettled: 1,
     arrivals: 1,
   };
+  // A thread born with a verified chain is bound to its head for good; one born without stays open.
+  if (request.actors) fresh.head = request.actors.head;
   if (await core.store.threads.create(fresh, request.input.runId)) return ok({ ...fresh, opened: true });
   // Two first messages may race to create the thread; the loser reads the winner's and queues behind it.
   const thread = await core.store.threads.get(fresh);
   if (!thread) return refuse('thread_not_found', `thread "${threadId}" could not be opened`);
   if (thread.agentId !== request.agentId) {
     return refuse('thread_agent_mismatch', `thread "${threadId}" belongs to agent "${thread.agentId}"`);
+  }
+  if (thread.head !== undefined && thread.head !== request.actors?.head) {
+    return refuse('thread_membership_required', `thread "${threadId}" was opened meanwhile, bound to the head ${thread.head}: present a chain whose hop 0 is signed by it`);
   }
   return ok(thread);
 }

@@ -5,6 +5,7 @@ import { AGENT_ID, AGENT_ID_RULE } from '../core/model.js';
 import type { AgentCatalog } from './agent-definition.js';
 import { errorResponse } from './http-errors.js';
 import { describeIssue, readJson } from './input.js';
+import { adminPrincipalRoutes } from './principal-keys.js';
 import { adminUsageRoutes } from './usage.js';
 import { adminProviderRoutes } from './link/admin-providers.js';
 
@@ -55,6 +56,7 @@ export function adminDoor(gateway: Gateway, options: AdminOptions) {
   });
 
   adminProviderRoutes(door, gateway);
+  adminPrincipalRoutes(door, gateway);
   adminUsageRoutes(door, gateway, (c) => (options.publicUrl ?? new URL(c.req.url).origin).replace(/\/+$/, ''));
 
   door.delete('/agents/:agentId', async (c) => {

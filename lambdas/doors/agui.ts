@@ -43,7 +43,10 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
   door.post('/:agentId/runs/:runId/cancel', async (c) => {
     const run = await gateway.getRun(c.req.param('runId'), c.get('principal'));
     if (!run || run.agentId !== c.req.param('agentId')) return errorResponse(c, 'run_not_found', 'no such run');
-    const cancelled = await gateway.cancelRun(run.runId, c.get('principal'));
+    // A run on a thread bound to its head is cancelled with a signed `cancel` in the JSON body; any
+    // other body is none (a cancel of a run on an open thread needs no body, as before).
+    const proof: unknown = await c.req.json().then((body: { cancel?: unknown } | null) => body?.cancel, () => undefined);
+    const cancelled = await gateway.cancelRun(run.runId, c.get('principal'), proof);
     if (!cancelled.ok) return errorResponse(c, cancelled.code, cancelled.message);
     const { runId, status, cancelRequested } = cancelled.value;
     return c.json({ runId, status, cancelRequested: cancelRequested ?? false }, 202);

@@ -58,6 +58,8 @@ const COMMON_FIELDS = {
   idleTimeoutSeconds: limitSeconds(300),
   status: z.enum(['enabled', 'disabled']).default('enabled'),
   prices: PricesSchema.optional(),
+  /** The serving provider's Ed25519 key (base64url of its 32 bytes): it may act on threads bound to another head (issue 26). */
+  publicKey: z.string().regex(/^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/, 'must be an Ed25519 public key: the base64url of its 32 bytes').optional(),
 };
 
 /** What a provider needs from its runtime to be made. */
@@ -127,7 +129,7 @@ export function agentCatalog(kinds: readonly ProviderKind[]) {
 
 /** The registry's record of a definition. */
 export function agentFrom(definition: AgentDefinition, kinds: readonly ProviderKind[]): Agent {
-  const { provider, id, description, skills, takesInterjections, timeoutSeconds, idleTimeoutSeconds, status, prices, ...fields } = definition as AgentDefinition &
+  const { provider, id, description, skills, takesInterjections, timeoutSeconds, idleTimeoutSeconds, status, prices, publicKey, ...fields } = definition as AgentDefinition &
     z.infer<z.ZodObject<typeof COMMON_FIELDS>>;
   const kind = kindOf(kinds, provider);
   return {
@@ -140,6 +142,7 @@ export function agentFrom(definition: AgentDefinition, kinds: readonly ProviderK
     status,
     ...(skills ? { skills } : {}),
     ...(prices ? { prices } : {}),
+    ...(publicKey ? { publicKey } : {}),
   };
 }
 
@@ -159,6 +162,7 @@ export function definitionOf(agent: Agent): AgentDefinition {
     timeoutSeconds: agent.timeoutSeconds,
     idleTimeoutSeconds: agent.idleTimeoutSeconds,
     ...(agent.status ? { status: agent.status } : {}),
+    ...(agent.publicKey ? { publicKey: agent.publicKey } : {}),
   };
 }
 
@@ -176,6 +180,7 @@ export function adminView(agent: Agent, kinds: readonly ProviderKind[]) {
     idleTimeoutSeconds: agent.idleTimeoutSeconds,
     status: agent.status ?? 'enabled',
     ...(agent.prices ? { prices: agent.prices } : {}),
+    ...(agent.publicKey ? { publicKey: agent.publicKey } : {}),
   };
 }
 

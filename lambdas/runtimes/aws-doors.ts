@@ -71,7 +71,7 @@ export function doorsApp(options: DoorsOptions) {
   // The link's key is read with the admin token, on the first request: the wiring waits for it.
   const build = async () => {
     const linked = await link?.();
-    const { gateway, pushKeys } = createWiring({ ...options, ...(linked ? { link: linked.deps } : {}) }, { queue: interjectingQueue, timer: stepFunctionsAskTimer });
+    const { gateway, pushKeys } = createWiring({ ...options, ...(linked ? { link: linked.deps, proofs: linked.proofs } : {}) }, { queue: interjectingQueue, timer: stepFunctionsAskTimer });
     return createApp({
       gateway,
       principal: principalResolver(options.env),

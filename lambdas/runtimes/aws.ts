@@ -10,7 +10,7 @@ import { recordProjections } from '../core/a2a/task-state.js';
 import { createGateway, type Gateway } from '../core/gateway.js';
 import type { LinkDeps } from '../core/deps.js';
 import { ANONYMOUS, type Principal } from '../core/model.js';
-import type { AskTimer, Clock, IdSource, LinkedProvider, Provider, ThreadQueue, UsageMeter } from '../core/ports.js';
+import type { ActorProofs, AskTimer, Clock, IdSource, LinkedProvider, Provider, ThreadQueue, UsageMeter } from '../core/ports.js';
 import type { PrincipalResolver } from '../doors/principal.js';
 import { createDynamoStore, type DynamoStore } from '../adapters/aws/dynamodb/store/store.js';
 import type { TableNames } from '../adapters/aws/dynamodb/tables.js';
@@ -84,6 +84,8 @@ export interface WiringOptions {
   ids?: IdSource;
   /** The provider link's ports (`awsLink`), in the functions that take links; absent, a link run fails `provider_unknown`. */
   link?: LinkDeps;
+  /** Actor chains checked and relayed with funduq's link key (`awsLink`); absent, a request with a chain is refused `invalid_chain`. */
+  proofs?: ActorProofs;
 }
 
 /**
@@ -125,6 +127,7 @@ export function createWiring(options: WiringOptions, ports: AwsPorts = {}): { ga
       clock,
       ids,
       ...(options.link ? { link: options.link } : {}),
+      ...(options.proofs ? { proofs: options.proofs } : {}),
       settings: {
         threadQueueLimit: settings.threadQueueLimit,
         tenantRunsPerMinute: settings.tenantRunsPerMinute,

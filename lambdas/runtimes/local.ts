@@ -146,6 +146,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
       clock,
       ids,
       link: link.deps,
+      proofs: link.proofs,
       turn: takeTurn,
       settings: {
         threadQueueLimit: settings.threadQueueLimit,

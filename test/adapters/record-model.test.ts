@@ -89,11 +89,12 @@ const threadOf = (a: { tenant: string; thread: string }, prefix: string) => ({ t
 const thenTheThread = (w: World, a: { tenant: string; thread: string }) => sameThread(w, a.tenant, a.thread);
 
 const threadCalls: fc.Arbitrary<Call>[] = [
-  // As the core opens a thread: its opener's arrival and place.
+  // As the core opens a thread: its opener's arrival and place, and the head it is bound to when its first run carried a chain.
   both(
     'threads.create',
-    fc.record({ ...onThread, holder: holderName }),
-    (a, { prefix }) => (side) => side.threads.create({ ...threadOf(a, prefix), agentId: 'demo', createdAt: '2026-01-01T00:00:00.000Z', unsettled: 1, arrivals: 1 }, a.holder),
+    fc.record({ ...onThread, holder: holderName, head: fc.option(fc.constantFrom('head-1', 'head-2'), { nil: undefined }) }),
+    (a, { prefix }) => (side) =>
+      side.threads.create({ ...threadOf(a, prefix), agentId: 'demo', createdAt: '2026-01-01T00:00:00.000Z', unsettled: 1, arrivals: 1, ...(a.head ? { head: a.head } : {}) }, a.holder),
     thenTheThread,
   ),
   both(
@@ -155,10 +156,14 @@ const tenantCalls: fc.Arbitrary<Call>[] = [
   ),
 ];
 
-// Message claims with expiry; providers' registrations and places.
+// Message claims with expiry; providers' registrations and places; principals' keys.
 
 const keyName = fc.constantFrom('k1', 'k2');
 const providerName = fc.constantFrom('p1', 'p2');
+
+const principalName = fc.constantFrom('alice', 'bob');
+const thenThePrincipal = (w: World, a: { tenant: string; principal: string }) =>
+  same('the principal’s keys', () => w.model.principals.get(w.prefix + a.tenant, a.principal), () => w.store.principals.get(w.prefix + a.tenant, a.principal));
 
 const thenTheProvider = (w: World, a: { provider: string }) => same('the provider', () => w.model.providers.get(w.prefix + a.provider), () => w.store.providers.get(w.prefix + a.provider));
 
@@ -182,6 +187,13 @@ const registryCalls: fc.Arbitrary<Call>[] = [
     () => (side) => side.providers.resetPlaces(),
     (w) => same('the providers', () => w.model.providers.list(), async () => (await w.store.providers.list()).filter((p) => p.providerId.startsWith(w.prefix))),
   ),
+  both(
+    'principals.put',
+    fc.record({ tenant: tenantName, principal: principalName, keys: fc.subarray(['key-a', 'key-b', 'key-c'], { minLength: 1 }) }),
+    (a, { prefix }) => (side) => side.principals.put(prefix + a.tenant, a.principal, a.keys),
+    thenThePrincipal,
+  ),
+  both('principals.delete', fc.record({ tenant: tenantName, principal: principalName }), (a, { prefix }) => (side) => side.principals.delete(prefix + a.tenant, a.principal), thenThePrincipal),
 ];
 
 // Runs: transitions (and the identity a patch may not change), asks closed and opened, a link moved; the task index they write.
@@ -350,6 +362,6 @@ describe(`the record's rules, the reference model's and the ${stores.kind} store
 
   it('gives threads places and arrival numbers by their holders, and an abandoned thread back', property(threadCalls, 1), 120_000);
   it('admits a tenant’s runs by window and places, re-admits a holder, and rolls its spend over by period', property(tenantCalls, 2), 120_000);
-  it('frees an expired claim, and keeps a provider’s createdAt and places across registrations', property(registryCalls, 3), 120_000);
+  it('frees an expired claim, keeps a provider’s createdAt and places across registrations, and replaces a principal’s keys', property(registryCalls, 3), 120_000);
   it('moves runs, their asks and their links only as the rules allow, never their identity, and lists their tasks as the index says', property(runCalls, 4), 120_000);
 });

@@ -7,13 +7,13 @@ import { lineageOf, readTask } from './lineage.js';
 import { TaskStates } from './vocabulary.js';
 
 /** Cancels a task: its latest run, the one that may still be running. */
-export async function cancelTask(core: Core, caller: Caller, taskId: string): Promise<Result<Task>> {
+export async function cancelTask(core: Core, caller: Caller, taskId: string, proof?: unknown): Promise<Result<Task>> {
   const { store } = core;
   const found = await findTask(core, caller, taskId);
   if (!found.ok) return found;
   const root = found.value;
   const tail = (await lineageOf(store, root)).at(-1) ?? root;
-  const cancelled = await cancelRun(core, tail.runId, caller.principal);
+  const cancelled = await cancelRun(core, tail.runId, caller.principal, proof);
   if (!cancelled.ok) {
     if (cancelled.code !== 'task_not_cancelable') return cancelled;
     const task = await readTask(store, root, { historyLength: 0, includeArtifacts: false });

@@ -21,6 +21,7 @@ export interface RunStore {
   readonly pushConfigs: PushConfigs;
   readonly claims: MessageClaims;
   readonly providers: ProviderRegistry;
+  readonly principals: PrincipalKeys;
 }
 
 /** The parts' names, every one (the compiler checks), for what wraps every call of a store (turns on one machine, tests' counts). */
@@ -36,6 +37,7 @@ export const RECORD_PARTS = Object.keys({
   pushConfigs: true,
   claims: true,
   providers: true,
+  principals: true,
 } satisfies Record<keyof RunStore, true>) as (keyof RunStore)[];
 
 /** The store with each of its parts as `wrap` makes it; anything else of the store stays as it is. */
@@ -306,6 +308,18 @@ export interface ProviderRegistry {
   releasePlace(providerId: string): Promise<void>;
   /** Recovery on one machine: no run is on offer or held after a restart, so every provider holds none. */
   resetPlaces(): Promise<void>;
+}
+
+/**
+ * The Ed25519 keys an admin registered for a principal of a tenant (base64url of 32 bytes): an actor
+ * chain it presents must end with a hop signed by one of them.
+ */
+export interface PrincipalKeys {
+  get(tenant: string, principal: string): Promise<string[] | undefined>;
+  /** Creates or replaces the principal's keys; true when it had none. */
+  put(tenant: string, principal: string, publicKeys: readonly string[]): Promise<boolean>;
+  /** False when there were none. */
+  delete(tenant: string, principal: string): Promise<boolean>;
 }
 
 export interface TenantLimits {

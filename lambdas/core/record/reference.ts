@@ -4,7 +4,7 @@ import { admission, charged, checkPageLimit, checkRunPatch, claimIsFree, closedA
 
 /**
  * The record's rules as a model: the parts of the port whose answers are policy (places, admission,
- * spend, claims, provider registrations, run writes and the task index), in memory, with no I/O
+ * spend, claims, provider registrations, principals' keys, run writes and the task index), in memory, with no I/O
  * and no time of its own. Its methods are the port's, answering at once what a store must answer
  * to the same calls in the same order; a model-based test holds every store to it
  * (test/adapters/record-model.test.ts). It is no store: it keeps no input apart, no events, no
@@ -17,6 +17,7 @@ export class ReferenceRecord {
   private readonly taskItems = new Map<string, Omit<Extract<TaskEntry, { root: true }>, 'root'>>();
   private readonly claimItems = new Map<string, MessageClaim>();
   private readonly providerItems = new Map<string, { provider: LinkProvider; places: number }>();
+  private readonly principalItems = new Map<string, string[]>();
 
   constructor(private readonly projections: RecordProjections) {}
 
@@ -213,6 +214,17 @@ export class ReferenceRecord {
     resetPlaces: (): void => {
       for (const item of this.providerItems.values()) item.places = 0;
     },
+  };
+
+  readonly principals = {
+    get: (tenant: string, principal: string): string[] | undefined => copy(this.principalItems.get(JSON.stringify([tenant, principal]))),
+    put: (tenant: string, principal: string, publicKeys: readonly string[]): boolean => {
+      const key = JSON.stringify([tenant, principal]);
+      const existed = this.principalItems.has(key);
+      this.principalItems.set(key, [...publicKeys]);
+      return !existed;
+    },
+    delete: (tenant: string, principal: string): boolean => this.principalItems.delete(JSON.stringify([tenant, principal])),
   };
 
   private tenant(tenant: string) {

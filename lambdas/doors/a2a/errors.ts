@@ -31,6 +31,9 @@ export class TryLaterError extends JsonRpcTransportError {
   }
 }
 
+/** A2A has no error of its own for a refused actor: invalid params, the code first in the message so a caller can tell which. */
+const actorRefused = (message: string, refusal: Refusal) => new RequestMalformedError(`${refusal.code}: ${message}`);
+
 const tryLater = (message: string, refusal: Refusal) =>
   new TryLaterError(refusal.code.toUpperCase(), message, retryAfterOf(refusal));
 
@@ -43,6 +46,7 @@ const A2A_ERRORS: Record<RefusalCode, (message: string, refusal: Refusal) => Err
   run_id_conflict: (m) => new RequestMalformedError(m),
   run_not_found: (m) => new TaskNotFoundError(m),
   push_config_not_found: (m) => new TaskNotFoundError(m),
+  principal_not_found: (m) => new RequestMalformedError(m),
   agent_not_found: (m) => new UnsupportedOperationError(m),
   agent_disabled: (m) => new UnsupportedOperationError(m),
   agent_in_use: (m) => new UnsupportedOperationError(m),
@@ -51,6 +55,11 @@ const A2A_ERRORS: Record<RefusalCode, (message: string, refusal: Refusal) => Err
   task_settled: (m) => new UnsupportedOperationError(m),
   task_not_cancelable: (m) => new TaskNotCancelableError(m),
   content_type_not_supported: (m) => new ContentTypeNotSupportedError(m),
+  presenter_required: actorRefused,
+  invalid_chain: actorRefused,
+  thread_membership_required: actorRefused,
+  invalid_resolution: actorRefused,
+  invalid_cancel: actorRefused,
   thread_queue_full: tryLater,
   tenant_rate_limited: tryLater,
   tenant_concurrency_limited: tryLater,

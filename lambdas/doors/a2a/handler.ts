@@ -97,7 +97,7 @@ export class AgentRequestHandler implements A2ARequestHandler {
   }
 
   async cancelTask(params: CancelTaskRequest): Promise<Task> {
-    return orThrow(await this.tasks.cancelTask(this.caller, params.id));
+    return orThrow(await this.tasks.cancelTask(this.caller, params.id, params.metadata?.cancel));
   }
 
   async createTaskPushNotificationConfig(params: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {

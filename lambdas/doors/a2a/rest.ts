@@ -126,7 +126,10 @@ export function restRoutes(options: RestOptions) {
   }));
   // Task ids are the caller's (AG-UI run ids) and may hold ":" or an encoded "/": the verb is the path's end.
   routes.on(['GET', 'POST'], '/tasks/:task{.+:subscribe}', rest(async (call) => stream(call, call.handler.resubscribe({ id: taskId(call.c, ':subscribe'), tenant: '' }))));
-  routes.post('/tasks/:task{.+:cancel}', rest(async ({ handler, c }) => json(Task.toJSON(await handler.cancelTask({ id: taskId(c, ':cancel'), tenant: '', metadata: {} })))));
+  routes.post('/tasks/:task{.+:cancel}', rest(async ({ handler, body, c }) => {
+    const metadata = isObject(body) && isObject(body.metadata) ? body.metadata : {};
+    return json(Task.toJSON(await handler.cancelTask({ id: taskId(c, ':cancel'), tenant: '', metadata })));
+  }));
   routes.post('/tasks/:task{[^/]+}/pushNotificationConfigs', rest(async ({ handler, body, c }) => {
     const config = TaskPushNotificationConfig.fromJSON({ ...(isObject(body) ? body : {}), taskId: taskId(c) });
     return json(TaskPushNotificationConfig.toJSON(await handler.createTaskPushNotificationConfig(config)), 201);

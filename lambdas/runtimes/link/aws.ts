@@ -6,10 +6,10 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { ApiGatewayLinkTransport } from '../../adapters/aws/link/api-gateway-transport.js';
 import { DynamoLinkRoster } from '../../adapters/aws/link/roster.js';
 import { SqsLinkTimer } from '../../adapters/aws/link/sqs-timer.js';
-import { linkKeysFromSecret } from '../../adapters/crypto/link-keys.js';
+import { actorProofsFromSecret, linkKeysFromSecret } from '../../adapters/crypto/link-keys.js';
 import type { Gateway } from '../../core/gateway.js';
 import type { LinkDeps } from '../../core/deps.js';
-import type { Clock, IdSource } from '../../core/ports.js';
+import type { ActorProofs, Clock, IdSource } from '../../core/ports.js';
 import { linkChannels, linkDoor } from '../../doors/link/door.js';
 import type { Part } from '../../../packages/provider/src/wire.js';
 import { awsClients, type Clients, type Environment } from '../aws.js';
@@ -25,6 +25,8 @@ export interface LinkClients extends Clients {
 /** The link's ports, and the adapters behind them its own functions use as well. */
 export interface AwsLink {
   deps: LinkDeps;
+  /** Actor chains' hops signed with the same key: verifying a chain adds no AWS request. */
+  proofs: ActorProofs;
   roster: DynamoLinkRoster;
   transport: ApiGatewayLinkTransport;
   timer: SqsLinkTimer;
@@ -51,6 +53,7 @@ export function awsLink(env: Environment, clients: Clients, clock: Pick<Clock, '
       const timer = new SqsLinkTimer({ client: given.sqs, queueUrl: required(env, ENV.linkTimerQueueUrl), now: () => clock.now() });
       return {
         deps: { roster, channels: linkChannels(transport, () => ids.newId()), timer, keys: linkKeysFromSecret(SecretString), holdUntilSettled: false },
+        proofs: actorProofsFromSecret(SecretString),
         roster,
         transport,
         timer,

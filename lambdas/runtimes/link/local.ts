@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
-import { linkKeysFromSecret } from '../../adapters/crypto/link-keys.js';
+import { actorProofsFromSecret, linkKeysFromSecret } from '../../adapters/crypto/link-keys.js';
 import { InProcessLinkRoster } from '../../adapters/local/link/roster.js';
 import { LocalLinkSockets } from '../../adapters/local/link/sockets.js';
 import { InProcessLinkTimer } from '../../adapters/local/link/timer.js';
@@ -43,6 +43,8 @@ export async function localLink(options: { dataDir?: string; clock: Clock; ids: 
   };
   return {
     deps,
+    /** Actor chains' hops signed with the same key. */
+    proofs: actorProofsFromSecret(secret),
     start(server: Server, gateway: Gateway) {
       timer.start((job) => gateway.link.fire(job));
       sockets.start(server, linkDoor(gateway, sockets));

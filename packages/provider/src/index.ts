@@ -1,8 +1,9 @@
 /**
  * `@funduq/provider`: put agents behind funduq without opening a port. `connect` links this process
  * to funduq and serves `@ag-ui/client` agents on the link; the wire's frames are exported as zod
- * schemas, for a provider written without the SDK.
+ * schemas, for a provider written without the SDK. `verifyActorChain` tells an agent who it acts for.
  */
 export { connect, LinkRefused, type ConnectOptions, type LinkedAgent, type ProviderLink } from './connect.js';
 export { generateKeyPair, type LinkKeyPair } from './ed25519.js';
+export { ActorChainError, appendHop, MAX_CHAIN_BYTES, MAX_CHAIN_HOPS, readActorChain, verifyActorChain, type ActorHop, type VerifiedActorChain } from './actor-chain.js';
 export * from './wire.js';

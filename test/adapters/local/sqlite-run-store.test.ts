@@ -25,9 +25,10 @@ function openStore(): SqliteStore {
   return store;
 }
 
-/** A record as schema 4 left it: without the task index, its runs' inputs in their rows. */
+/** A record as schema 4 left it: without the task index, its runs' inputs in their rows, no arrivals, no principals' keys. */
 function asSchema4(raw: Database.Database): void {
   raw.exec(`
+    DROP TABLE principals;
     DROP TABLE arrivals;
     ALTER TABLE runs ADD COLUMN input TEXT NOT NULL DEFAULT '';
     UPDATE runs SET input = (SELECT input FROM run_inputs WHERE run_inputs.run_id = runs.run_id);

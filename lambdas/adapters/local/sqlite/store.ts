@@ -6,6 +6,7 @@ import { SqliteArrivals } from './arrivals.js';
 import { SqliteMessageClaims } from './claims.js';
 import { SqliteEventLog } from './events.js';
 import { SqliteHandle } from './handle.js';
+import { SqlitePrincipals } from './principals.js';
 import { SqliteProviders } from './providers.js';
 import { SqlitePushConfigs } from './push-configs.js';
 import { SqliteRunRecords } from './runs.js';
@@ -49,6 +50,7 @@ export class SqliteStore implements RunStore {
   readonly pushConfigs: SqlitePushConfigs;
   readonly claims: SqliteMessageClaims;
   readonly providers: SqliteProviders;
+  readonly principals: SqlitePrincipals;
   private readonly lock: Database.Database | undefined;
   private readonly checkpointer: SqliteCheckpointer | undefined;
   private readonly db: Database.Database;
@@ -85,6 +87,7 @@ export class SqliteStore implements RunStore {
     this.pushConfigs = new SqlitePushConfigs(handle);
     this.claims = new SqliteMessageClaims(handle);
     this.providers = new SqliteProviders(handle);
+    this.principals = new SqlitePrincipals(handle);
   }
 
   /** Ends the checkpoint thread, then closes the record (copying what is left of its log) and gives up the lock. */

@@ -19,6 +19,7 @@ export const PROVIDER_PARTITION = 'provider';
 export const PUSH_CONFIG_PREFIX = 'push#';
 const MESSAGE_CLAIM_ITEM = 'msg';
 export const TENANT_ITEM = 'tenant';
+const PRINCIPAL_ITEM = 'keys';
 export const TASK_INDEX_ITEM = 'index';
 export const ARRIVAL_PREFIX = 'arrival#';
 const ARRIVAL_ITEM = 'arrival';
@@ -87,6 +88,11 @@ export function runKey(runId: string): Item {
 
 export function providerKey(providerId: string): Item {
   return { pk: PROVIDER_PARTITION, sk: providerId };
+}
+
+/** A principal's keys: under a digest of its tenant and id (both may be long; the key may not). */
+export function principalKey(tenant: string, principal: string): Item {
+  return { pk: `principal#${digest(JSON.stringify([tenant, principal]))}`, sk: PRINCIPAL_ITEM };
 }
 
 export function agentKey(agentId: string): Item {

@@ -6,6 +6,7 @@ import { DynamoArrivals } from './arrivals.js';
 import { DynamoMessageClaims } from './claims.js';
 import { DynamoEventLog } from './events.js';
 import { DynamoHandle, type StoreUsage } from './handle.js';
+import { DynamoPrincipals } from './principals.js';
 import { DynamoProviders } from './providers.js';
 import { DynamoPushConfigs } from './push-configs.js';
 import { DynamoRunRecords } from './runs.js';
@@ -40,6 +41,7 @@ export class DynamoStore implements RunStore {
   readonly pushConfigs: DynamoPushConfigs;
   readonly claims: DynamoMessageClaims;
   readonly providers: DynamoProviders;
+  readonly principals: DynamoPrincipals;
   /** What the store has sent, for the cost model. */
   readonly sent: StoreUsage;
 
@@ -57,6 +59,7 @@ export class DynamoStore implements RunStore {
     this.pushConfigs = new DynamoPushConfigs(handle);
     this.claims = new DynamoMessageClaims(handle);
     this.providers = new DynamoProviders(handle);
+    this.principals = new DynamoPrincipals(handle);
   }
 }
 
