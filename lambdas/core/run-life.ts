@@ -18,7 +18,11 @@ export interface RefusedSubmission {
   context?: RunContext;
 }
 
-/** One call to a provider for a run (a stream from an `agui-http` agent, a `lambda` invoke, an offer over a link). */
+/**
+ * One call to a provider for a run: a stream from an `agui-http` agent, a `lambda` invoke, or an
+ * offer over a link (which ends once its frame is sent: the run's events and its end come as
+ * `stored` and `settled`, perhaps in another function).
+ */
 export interface ProviderCall {
   run: Run;
   agent: Agent;
