@@ -313,15 +313,11 @@ async function land(core: Core, request: AdmittedRequest, place: Place, landing:
           const closed = await core.ledger.closeAsks(landing.waiting.runId, landing.closing);
           if (!closed) return refuseAnswer(core, landing.waiting);
           undo.push(() => core.ledger.reopenAsks(landing.waiting.runId, landing.closing));
+          core.life.answered?.(closed, { runId: input.runId, askIds: Object.keys(landing.closing) });
         }
         const arrival = await core.store.threads.reserveArrival(landing.waiting, input.runId, undefined);
         undo.push(() => core.store.threads.releasePlace(landing.waiting, input.runId));
-        const answered = await accept(core, request, arrival ?? 0, lineageOf(input, landing));
-        if (answered.ok && !answered.value.attached) {
-          const askIds = landing.closed ? Object.values(landing.waiting.asks ?? {}).filter((ask) => ask.closedByRunId === input.runId).map((ask) => ask.id) : Object.keys(landing.closing);
-          core.life.answered?.(landing.waiting, { runId: input.runId, askIds });
-        }
-        return answered;
+        return await accept(core, request, arrival ?? 0, lineageOf(input, landing));
       }
       case 'interjection': {
         // Dispatched at once beside the running run it names: it takes a place but does not wait for one.
