@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { HttpAgent } from '@ag-ui/client';
 import type { RunAgentInput } from '@ag-ui/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalGateway } from '../../lambdas/runtimes/local.js';
@@ -50,6 +51,18 @@ async function providerProcess(providerId: string): Promise<ChildProcess> {
 }
 
 describe('an agent behind a provider that dials out', () => {
+  it("is offered each run with the context its caller's door took (trace headers), which the SDK hands to the agent's preparation", async () => {
+    const offered: { runId: string; agent: string; context: Readonly<Record<string, string>> }[] = [];
+    await linked({ providerId: 'traced', agents: { echo: { agent: echoAgent(), prepare: (_agent, run) => offered.push(run) } } });
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const threadId = thread();
+    const agent = new HttpAgent({ url: `${gateway.url}/agui/echo`, threadId, headers: { traceparent } });
+    agent.messages = [userMessage('traced over the link')];
+    const { newMessages } = await agent.runAgent({ runId: `${threadId}-run` });
+    expect(assistantText(newMessages)).toEqual(['echo: traced over the link']);
+    expect(offered).toEqual([{ runId: `${threadId}-run`, agent: 'echo', context: { traceparent } }]);
+  });
+
   it('serves AG-UI and A2A callers with the stock clients, from a provider process that listens on no port', async () => {
     const child = await providerProcess('no-port');
     const sockets = tcpSocketsOf(child.pid!);
