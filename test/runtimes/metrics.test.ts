@@ -8,10 +8,14 @@ import { useStore } from '../support/stores.js';
 
 const stores = useStore();
 
-/** The embedded-metric-format lines Powertools wrote (through the global console, as POWERTOOLS_DEV has it in tests). */
+/**
+ * The embedded-metric-format lines Powertools wrote: through the global console, as POWERTOOLS_DEV
+ * has it in tests, which would also turn metrics off unless told otherwise.
+ */
 let written: Record<string, unknown>[] = [];
 beforeEach(() => {
   written = [];
+  vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
   vi.spyOn(console, 'log').mockImplementation((line: unknown) => {
     const parsed = typeof line === 'string' && line.startsWith('{') ? (JSON.parse(line) as Record<string, unknown>) : undefined;
     if (parsed && '_aws' in parsed) written.push(parsed);
@@ -19,6 +23,7 @@ beforeEach(() => {
 });
 afterEach(() => {
   vi.restoreAllMocks();
+  vi.unstubAllEnvs();
 });
 
 /** The metric names of a line, and its dimensions. */
@@ -60,7 +65,6 @@ describe("the runs' metrics, an observer of runs", () => {
     expect(await h.gateway.dispatchRun('run-1')).toBe('skipped');
     h.clock.advance(2_000);
     await h.gateway.expireAsks('run-1');
-    metrics.publishStoredMetrics();
     expect(written.map((line) => [shape(line).metrics, line.result])).toEqual([
       [['Dispatches'], 'ran'],
       [['Dispatches'], 'skipped'],
