@@ -4,6 +4,7 @@ import type { Run, RunContext } from '../../lambdas/core/model.js';
 import { composeRunLife, type RunLife } from '../../lambdas/core/run-life.js';
 import type { LocalGateway } from '../../lambdas/runtimes/local.js';
 import { eventually, harness, type Harness } from '../support/core-harness.js';
+import { a2aClient, BINDINGS, send, userMessage as a2aMessage } from '../support/a2a.js';
 import { startTestGateway, userMessage } from '../support/gateway.js';
 import { startHeldAgent, type HeldAgent } from '../support/held-agent.js';
 import { useStore } from '../support/stores.js';
@@ -146,6 +147,16 @@ describe("an observer of runs' lives", () => {
     await agent.runAgent({ runId: 'life-run-4' });
     expect(held.headers[0]).toMatchObject({ traceparent: TRACEPARENT, tracestate: 'congo=t61rcWkgMzE', accept: 'text/event-stream' });
     expect(await gateway.store.runs.get('life-run-4')).toMatchObject({ context: { traceparent: TRACEPARENT, tracestate: 'congo=t61rcWkgMzE' } });
+  });
+
+  it.each(BINDINGS)('sees a run sent through the A2A door (%s) by the stock client with the context its headers carried', async (binding) => {
+    const watcher = new Watcher();
+    const gateway = await gatewayWatched(watcher);
+    const client = await a2aClient(gateway, binding, 'demo', undefined, { traceparent: TRACEPARENT });
+    await client.sendMessage(send(a2aMessage('hello')));
+    await eventually(() => expect(watcher.runs).toHaveLength(1));
+    expect(watcher.runs[0]).toMatchObject({ door: 'a2a', status: 'completed', context: { traceparent: TRACEPARENT } });
+    expect(watcher.contexts.get('queued')).toEqual([{ traceparent: TRACEPARENT }]);
   });
 
   it('sees a submission refused with its code, and the context it came with', async () => {
