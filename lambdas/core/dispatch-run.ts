@@ -30,7 +30,7 @@ export interface DispatchOptions {
   receipt?: string;
   /** When the run must have ended whatever its agent's limit (epoch ms): the dispatching function's own end. */
   deadline?: () => number | undefined;
-  /** The run's context as its thread-queue message carried it: the moments of a dispatch that finds no run name it. */
+  /** The context its thread-queue message carried (the run's), which the dispatch's own moment (`RunLife.dispatched`) carries. */
   context?: RunContext;
 }
 
@@ -135,7 +135,6 @@ async function startDispatch(core: Core, runId: string, options: DispatchOptions
   } finally {
     unsubscribe();
   }
-  if (!log) return undefined;
   const end = deriveEnd(transcript, { threadId: run.threadId, runId, cancelRequested, failure: ended.failure });
   await core.ledger.settle(run, ended.dropped ? { ...end, droppedEvents: ended.dropped } : end, log, ended.terminal);
   return 'ran';

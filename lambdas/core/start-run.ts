@@ -53,7 +53,7 @@ export type Landing =
  * classifies it and starts it. The thread is the tenant's: a thread id is unique within a tenant.
  */
 export async function startRun(core: Core, request: StartRunRequest): Promise<Result<StartedRun>> {
-  return reportRefusal(core, request, await startAgUiRun(core, request));
+  return reportRefusal(core, { ...request, threadId: request.input.threadId, runId: request.input.runId }, await startAgUiRun(core, request));
 }
 
 /** Tells the run's observers of a refused submission (nothing of it is recorded); the result as it was. */

@@ -168,7 +168,7 @@ describe("an observer of runs' lives", () => {
       body: JSON.stringify({ threadId: 'life-3', runId: 'life-run-3', messages: [userMessage('hi')], tools: [], context: [], state: {}, forwardedProps: {} }),
     });
     expect(response.status).toBe(404);
-    expect(watcher.moments).toEqual(['refused:agent_not_found -']);
+    expect(watcher.moments).toEqual(['refused:agent_not_found life-run-3']);
     expect(watcher.contexts.get('refused:agent_not_found')).toEqual([{ traceparent: TRACEPARENT }]);
   });
 });
@@ -214,7 +214,7 @@ describe("an observer of an interrupt's life", () => {
     expect(watcher.contexts.get('expired:i1')).toEqual([{ traceparent: TRACEPARENT }]);
     const late = await h.send('yes', { resume: [{ interruptId: 'i1', status: 'resolved', payload: {} }] });
     expect(late).toMatchObject({ ok: false, code: 'interrupt_expired' });
-    expect(watcher.moments.at(-1)).toBe('refused:interrupt_expired -');
+    expect(watcher.moments.at(-1)).toBe('refused:interrupt_expired run-2');
   });
 });
 
