@@ -7,12 +7,13 @@ export type Binding = (typeof BINDINGS)[number];
 
 /**
  * A stock A2A 1.0 client for an agent behind the gateway, on the binding asked for; with an API
- * key, every request it sends carries it (`x-api-key`).
+ * key, every request it sends carries it (`x-api-key`), and the headers given (trace context).
  */
-export async function a2aClient(gateway: { url: string }, binding: Binding, agentId = 'demo', apiKey?: string): Promise<Client> {
+export async function a2aClient(gateway: { url: string }, binding: Binding, agentId = 'demo', apiKey?: string, given: Record<string, string> = {}): Promise<Client> {
   const fetchImpl: typeof fetch = (input, init) => {
     const headers = new Headers(init?.headers);
     if (apiKey !== undefined) headers.set('x-api-key', apiKey);
+    for (const [name, value] of Object.entries(given)) headers.set(name, value);
     return fetch(input, { ...init, headers });
   };
   const factory = new ClientFactory(

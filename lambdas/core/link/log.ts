@@ -52,7 +52,7 @@ export async function recordLinkEvents(core: LinkCore, connection: LinkConnectio
     }
     stored.push({ runId, seq, event, json });
   }
-  await core.ledger.append(stored);
+  await core.ledger.append(stored, run);
   if (terminal) await endLinkRun(core, run, { through: terminal.seq - 1, terminal: terminal.event });
 }
 

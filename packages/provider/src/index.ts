@@ -3,7 +3,7 @@
  * to funduq and serves `@ag-ui/client` agents on the link; the wire's frames are exported as zod
  * schemas, for a provider written without the SDK. `verifyActorChain` tells an agent who it acts for.
  */
-export { connect, LinkRefused, type ConnectOptions, type LinkedAgent, type ProviderLink } from './connect.js';
+export { connect, LinkRefused, type ConnectOptions, type LinkedAgent, type OfferedRun, type ProviderLink } from './connect.js';
 export { generateKeyPair, type LinkKeyPair } from './ed25519.js';
 export { ActorChainError, appendHop, MAX_CHAIN_BYTES, MAX_CHAIN_HOPS, readActorChain, verifyActorChain, type ActorHop, type VerifiedActorChain } from './actor-chain.js';
 export * from './wire.js';
