@@ -28,6 +28,7 @@ import { costModel, type CostModel } from './scenarios/6-cost.js';
 import { listTasks } from './scenarios/7-list-tasks.js';
 import { fairness } from './scenarios/8-fairness.js';
 import { healthUnderLoad } from './scenarios/9-health-under-load.js';
+import { actorChain } from './scenarios/10-actor-chain.js';
 import type { LocalStoreKind } from '../lambdas/runtimes/local.js';
 
 const args = process.argv.slice(2);
@@ -67,6 +68,7 @@ const scenarios: { id: number; title: string; run: (bench: Bench, store: LocalSt
   { id: 7, title: 'ListTasks: a page of 50 over 10,000 tasks, filtered and not', run: listTasks, stores: LOCAL_STORES },
   { id: 8, title: "fairness: one tenant's paced stream while another bursts 2 × 15,000 events", run: fairness, stores: ['sqlite'] },
   { id: 9, title: '/healthz under 300 concurrent 340 KB POSTs, and under 12 readers that never read', run: healthUnderLoad, stores: ['sqlite'] },
+  { id: 10, title: 'actor chains: checking a 5-hop chain at the door and at the agent', run: actorChain, stores: ['sqlite'] },
 ];
 
 function format(value: number | null, unit: string): string {
