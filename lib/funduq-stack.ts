@@ -19,7 +19,7 @@ import {
   type GatewaySettings,
 } from '../lambdas/runtimes/settings.js';
 import { AskWaiter } from './ask-waiter.js';
-import { DeadLetters } from './dead-letters.js';
+import { DEAD_LETTERS_TIMEOUT, DeadLetters } from './dead-letters.js';
 import { Dispatcher, DISPATCHER_TIMEOUT } from './dispatcher.js';
 import { DoorsApi, type ApiAuth } from './doors-api.js';
 import { ProviderLink } from './provider-link.js';
@@ -93,6 +93,7 @@ export class FunduqStack extends Stack {
 
     this.threadQueue = new ThreadQueue(this, 'ThreadQueue', {
       dispatcherTimeout: DISPATCHER_TIMEOUT,
+      deadLettersTimeout: DEAD_LETTERS_TIMEOUT,
       maxReceiveCount: settings.maxReceiveCount,
     });
     const queueEnvironment = { ...recordEnvironment, [ENV.threadQueueUrl]: this.threadQueue.queue.queueUrl };

@@ -85,8 +85,8 @@ export class Ledger {
   }
 
   /** The writer of a run's events in this process (its holder: the dispatcher that marked it running), numbering them after `lastSeq`. */
-  log(runId: string, lastSeq = 0): RunLog {
-    return new RunLog(runId, lastSeq, this.deps.store, this.deps.feed);
+  log(runId: string, lastSeq = 0, hold?: WriteFence): RunLog {
+    return new RunLog(runId, lastSeq, this.deps.store, this.deps.feed, hold);
   }
 
   /**
@@ -315,6 +315,11 @@ export class Ledger {
   }
 }
 
+/** What a writer checks before each write of a run's events: it throws once the run is no longer the writer's (`RunHold`). */
+export interface WriteFence {
+  hold(): Promise<void>;
+}
+
 /**
  * Numbers a run's events and stores them before anyone sees them. Writes are group-committed:
  * the events that arrive in one turn of the event loop (one network read of the agent's stream
@@ -335,6 +340,7 @@ export class RunLog {
     lastSeq: number,
     private readonly store: RunStore,
     private readonly feed: ChangeFeed,
+    private readonly fence?: WriteFence,
   ) {
     this.seq = lastSeq;
   }
@@ -368,6 +374,7 @@ export class RunLog {
       while (this.pending.length > 0) {
         const batch = this.pending.length > MOST_PER_WRITE ? this.pending.splice(0, MOST_PER_WRITE) : this.pending;
         if (batch === this.pending) this.pending = [];
+        await this.fence?.hold();
         await this.store.events.append(batch);
         this.feed.publish({ kind: 'events', runId: this.runId, events: batch });
       }

@@ -1,3 +1,4 @@
+import type { LeaseSettings } from './lease.js';
 import type { Budget } from './model.js';
 
 export interface CoreSettings {
@@ -14,6 +15,11 @@ export interface CoreSettings {
   tenantBudget?: Budget;
   /** The provider link's clocks; each left out takes its default (`DEFAULT_LINK_SETTINGS`). */
   link?: Partial<LinkSettings>;
+  /**
+   * A dispatcher holds the run it relays by a lease (AWS, where a function's environment may die
+   * mid-run); absent (one machine, whose restart fails such runs `orphaned_by_restart`), none.
+   */
+  lease?: LeaseSettings;
 }
 
 export interface LinkSettings {

@@ -131,6 +131,7 @@ export function createWiring(options: WiringOptions, ports: AwsPorts = {}): { ga
         tenantConcurrentRuns: settings.tenantConcurrentRuns,
         tenantBudget: defaultBudget(settings),
         link: linkSettings(settings),
+        lease: { renewMs: settings.leaseRenewSeconds * 1000, lapseMs: settings.leaseLapseSeconds * 1000 },
       },
       meter: options.meter ?? usageMetrics(),
     },

@@ -94,7 +94,15 @@ export const GATEWAY_SETTINGS = {
    */
   linkGraceSeconds: setting({ env: 'FUNDUQ_LINK_GRACE_SECONDS', context: 'linkGraceSeconds', read: whole(1, 86_400) }),
   /** A run of a `link` agent that no provider took this long fails `no_provider_took_it`. Unset: 45. */
-  linkUnclaimedSeconds: setting({ env: 'FUNDUQ_LINK_UNCLAIMED_SECONDS', context: 'linkUnclaimedSeconds', read: whole(1, 86_400) }),
+  linkUnclaimedSeconds: setting({ env: 'FUNDUQ_LINK_UNCLAIMED_SECONDS', context: 'linkUnclaimedSeconds', read: whole(1, 86_400) }),  /**
+   * AWS: a dispatcher renews its run's lease this often while it relays (a write of a few hundred
+   * bytes), and a lease not renewed for `leaseLapseSeconds` has lapsed: the sweep (every
+   * `arrivalSweepMinutes`) fails its run `dispatch_lost` and lets its thread's message go. A
+   * thread waits at most the lapse and a sweep's period (1 + 5 minutes by default) after its
+   * dispatcher died. One machine takes no lease: its restart fails such runs `orphaned_by_restart`.
+   */
+  leaseRenewSeconds: setting({ env: 'FUNDUQ_LEASE_RENEW_SECONDS', context: 'leaseRenewSeconds', read: whole(1, 300), default: 20 }),
+  leaseLapseSeconds: setting({ env: 'FUNDUQ_LEASE_LAPSE_SECONDS', context: 'leaseLapseSeconds', read: whole(10, 3600), default: 60 }),
 };
 
 /** The provider link's clocks the gateway settings set, in the core's words; each left unset keeps the core's default. */

@@ -139,6 +139,8 @@ const MIGRATIONS: readonly (string | ((db: Database.Database, projections: Recor
   RUN_INPUTS,
   // Requests noted before they take anything, forgotten once their run is recorded (`Arrival`).
   'CREATE TABLE arrivals (run_id TEXT PRIMARY KEY, at TEXT NOT NULL, body TEXT NOT NULL, claimed INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID; CREATE INDEX arrivals_at ON arrivals (at);',
+  // Dispatchers' leases on the runs they relay (`RunLease`), listed by their end.
+  'CREATE TABLE leases (run_id TEXT PRIMARY KEY, until INTEGER NOT NULL, receipt TEXT) WITHOUT ROWID; CREATE INDEX leases_until ON leases (until);',
 ];
 
 /**
@@ -148,7 +150,7 @@ const MIGRATIONS: readonly (string | ((db: Database.Database, projections: Recor
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Every table of the record, for a look at the whole of it (`SqliteStore.census`). */
-export const TABLES = ['threads', 'runs', 'run_inputs', 'run_events', 'tenants', 'agents', 'push_configs', 'message_claims', 'usage_records', 'providers', 'places', 'tasks', 'arrivals'] as const;
+export const TABLES = ['threads', 'runs', 'run_inputs', 'run_events', 'tenants', 'agents', 'push_configs', 'message_claims', 'usage_records', 'providers', 'places', 'tasks', 'arrivals', 'leases'] as const;
 
 /** The file was written by a newer funduq: its schema version is past this code's. */
 export class SchemaTooNew extends Error {

@@ -4,6 +4,7 @@ import { JOURNAL_SIZE_LIMIT, SqliteCheckpointer } from '../sqlite-checkpointer.j
 import { SqliteAgents } from './agents.js';
 import { SqliteArrivals } from './arrivals.js';
 import { SqliteMessageClaims } from './claims.js';
+import { SqliteRunLeases } from './leases.js';
 import { SqliteEventLog } from './events.js';
 import { SqliteHandle } from './handle.js';
 import { SqliteProviders } from './providers.js';
@@ -49,6 +50,7 @@ export class SqliteStore implements RunStore {
   readonly pushConfigs: SqlitePushConfigs;
   readonly claims: SqliteMessageClaims;
   readonly providers: SqliteProviders;
+  readonly leases: SqliteRunLeases;
   private readonly lock: Database.Database | undefined;
   private readonly checkpointer: SqliteCheckpointer | undefined;
   private readonly db: Database.Database;
@@ -85,6 +87,7 @@ export class SqliteStore implements RunStore {
     this.pushConfigs = new SqlitePushConfigs(handle);
     this.claims = new SqliteMessageClaims(handle);
     this.providers = new SqliteProviders(handle);
+    this.leases = new SqliteRunLeases(handle);
   }
 
   /** Ends the checkpoint thread, then closes the record (copying what is left of its log) and gives up the lock. */

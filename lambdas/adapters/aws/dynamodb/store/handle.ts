@@ -97,7 +97,14 @@ export class DynamoHandle {
     this.sent.writeUnits += 1;
     try {
       await this.doc.send(
-        new DeleteCommand({ TableName: this.tables.runs, Key: key, ConditionExpression: condition, ExpressionAttributeNames: names, ExpressionAttributeValues: values }),
+        new DeleteCommand({
+          TableName: this.tables.runs,
+          Key: key,
+          ConditionExpression: condition,
+          ExpressionAttributeNames: names,
+          // DynamoDB refuses an empty map: a condition on names alone (attribute_exists) sends none.
+          ExpressionAttributeValues: Object.keys(values).length > 0 ? values : undefined,
+        }),
       );
       return true;
     } catch (err) {

@@ -4,6 +4,7 @@ import type { TableNames } from '../tables.js';
 import { DynamoAgents } from './agents.js';
 import { DynamoArrivals } from './arrivals.js';
 import { DynamoMessageClaims } from './claims.js';
+import { DynamoRunLeases } from './leases.js';
 import { DynamoEventLog } from './events.js';
 import { DynamoHandle, type StoreUsage } from './handle.js';
 import { DynamoProviders } from './providers.js';
@@ -40,6 +41,7 @@ export class DynamoStore implements RunStore {
   readonly pushConfigs: DynamoPushConfigs;
   readonly claims: DynamoMessageClaims;
   readonly providers: DynamoProviders;
+  readonly leases: DynamoRunLeases;
   /** What the store has sent, for the cost model. */
   readonly sent: StoreUsage;
 
@@ -57,6 +59,7 @@ export class DynamoStore implements RunStore {
     this.pushConfigs = new DynamoPushConfigs(handle);
     this.claims = new DynamoMessageClaims(handle);
     this.providers = new DynamoProviders(handle);
+    this.leases = new DynamoRunLeases(handle);
   }
 }
 
