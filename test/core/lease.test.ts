@@ -57,7 +57,7 @@ describe('a dispatcher’s lease on its run', () => {
     const dead = new Gate();
     const h = await harness(renewalsHeld(base, 'run-1', dead), { settings: { lease: LEASE }, receipt: (runId) => `receipt-${runId}` });
     const released: string[] = [];
-    h.queue.release = async (receipt) => void released.push(receipt);
+    Object.assign(h.queue, { release: async (receipt: string) => void released.push(receipt) });
     pausing(h, new Gate());
     await h.send('hello');
     await eventually(async () => expect((await h.events('run-1')).length).toBe(3));

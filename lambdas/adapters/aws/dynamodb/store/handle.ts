@@ -146,6 +146,12 @@ export function isConditionFailure(err: unknown): boolean {
   return (err as { name?: string } | undefined)?.name === 'ConditionalCheckFailedException';
 }
 
+/** DynamoDB's "not this fast": a partition past its write units a second (about 1,000 on demand), or a table past its own. */
+export function isThrottled(err: unknown): boolean {
+  const name = (err as { name?: string } | undefined)?.name;
+  return name !== undefined && THROTTLING.has(name);
+}
+
 /** Throttling that outlasted the SDK's own retries, a server fault, or no answer at all. */
 export function isUnavailable(err: unknown): boolean {
   const { name, code, $fault } = (err ?? {}) as { name?: string; code?: unknown; $fault?: string };
