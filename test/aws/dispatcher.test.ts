@@ -123,7 +123,7 @@ describe('a dispatcher that dies mid-run', { timeout: 300_000 }, () => {
       let updates = 0;
       let afterTheSweep = 0;
       let swept = false;
-      box.hook = async (call) => {
+      box.hook = async (call): Promise<'serve'> => {
         if (call.caller !== 'dispatcher') return 'serve';
         if (swept && call.action !== 'dynamodb:UpdateItem') afterTheSweep += 1;
         if (call.action === 'dynamodb:UpdateItem' && ++updates >= 2) await paused.wait;
