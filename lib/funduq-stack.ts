@@ -12,6 +12,7 @@ import { ENV } from '../lambdas/runtimes/environment.js';
 import {
   DEPLOY_SETTINGS,
   GATEWAY_SETTINGS,
+  LEASE_SETTINGS,
   readSettings,
   SettingsError,
   toEnvironment,
@@ -88,6 +89,7 @@ export class FunduqStack extends Stack {
       [ENV.runEventsTable]: this.store.runEvents.tableName,
       // The gateway's settings reach the functions by the names the schema gives them, and are read there by it.
       ...toEnvironment(GATEWAY_SETTINGS, settings),
+      ...toEnvironment(LEASE_SETTINGS, settings),
       ...(settings.jwtTenantClaim ? { [ENV.jwtTenantClaim]: settings.jwtTenantClaim } : {}),
     };
 

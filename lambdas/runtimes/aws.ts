@@ -27,7 +27,7 @@ import { ENV } from './environment.js';
 import { logger } from './powertools.js';
 import { PUSH_SENDER_SETTINGS } from './push-delivery.js';
 import { secretPushKeys } from './push-keys.js';
-import { defaultBudget, DEPLOY_SETTINGS, GATEWAY_SETTINGS, linkSettings, readSettings } from './settings.js';
+import { defaultBudget, DEPLOY_SETTINGS, GATEWAY_SETTINGS, LEASE_SETTINGS, leaseSettings, linkSettings, readSettings } from './settings.js';
 import { usageMetrics } from './usage-metrics.js';
 
 export type Environment = Record<string, string | undefined>;
@@ -131,7 +131,7 @@ export function createWiring(options: WiringOptions, ports: AwsPorts = {}): { ga
         tenantConcurrentRuns: settings.tenantConcurrentRuns,
         tenantBudget: defaultBudget(settings),
         link: linkSettings(settings),
-        lease: { renewMs: settings.leaseRenewSeconds * 1000, lapseMs: settings.leaseLapseSeconds * 1000 },
+        lease: leaseSettings(readSettings(LEASE_SETTINGS, 'env', (name) => env[name])),
       },
       meter: options.meter ?? usageMetrics(),
     },
