@@ -63,8 +63,11 @@ describe('a dispatcher that dies mid-run', { timeout: 300_000 }, () => {
       if (call.caller === 'dispatcher' && call.duringInvocation && call.action === 'dynamodb:BatchWriteItem') writes += 1;
       return 'serve';
     };
+    // Its first event written alone, the rest once the agent goes on.
+    const cleanStream = streamOf(box, runInput(`t-${randomUUID()}`, 'clean'), cleanId);
+    await eventually(() => expect(writes).toBe(1), 30_000);
     clean.release();
-    expect((await streamOf(box, runInput(`t-${randomUUID()}`, 'clean'), cleanId))?.at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
+    expect((await cleanStream)?.at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
     box.hook = () => 'serve';
     await clean.close();
     expect(writes).toBeGreaterThanOrEqual(2);
@@ -114,26 +117,28 @@ describe('a dispatcher that dies mid-run', { timeout: 300_000 }, () => {
   it('lets a dispatcher paused past its lease find its run failed, and write nothing over the failure', async () => {
     const { box } = aws;
     const agent = await startHeldAgent();
+    const paused = new Gate();
     try {
       const agentId = await registered(box, agent.url);
       await idle(box);
       const input = runInput(`t-${randomUUID()}`, 'paused');
-      // Paused at its renewal: every UpdateItem after its first (marking the run running) waits.
-      const paused = new Gate();
+      // Paused once it holds its lease (its PutItem), at its next write of the run's item (a renewal, or its settle).
+      let leased = false;
       let updates = 0;
       let afterTheSweep = 0;
       let swept = false;
       box.hook = async (call): Promise<'serve'> => {
         if (call.caller !== 'dispatcher') return 'serve';
         if (swept && call.action !== 'dynamodb:UpdateItem') afterTheSweep += 1;
-        if (call.action === 'dynamodb:UpdateItem' && ++updates >= 2) await paused.wait;
+        if (call.action === 'dynamodb:PutItem') leased = true;
+        if (leased && call.action === 'dynamodb:UpdateItem' && ++updates >= 1) await paused.wait;
         return 'serve';
       };
       const stream = streamOf(box, input, agentId);
       await eventually(async () => expect((await box.run(input.runId))?.status).toBe('running'), 30_000);
-      // Its agent goes on: the next write of events waits for the renewal, which waits.
+      // Its agent goes on, and it stops at its next write of the run's item.
       agent.release();
-      await eventually(() => expect(updates).toBeGreaterThanOrEqual(2), 60_000);
+      await eventually(() => expect(updates).toBeGreaterThanOrEqual(1), 60_000);
       await pastTheLapse(box);
       const failed = await eventually(async () => {
         const run = await box.run(input.runId);
@@ -147,10 +152,13 @@ describe('a dispatcher that dies mid-run', { timeout: 300_000 }, () => {
       expect(await box.run(input.runId)).toEqual(failed);
       // It renewed (refused), and wrote nothing: no events, no end.
       expect(afterTheSweep).toBe(0);
+      // What it stored before its pause, then the sweep's RUN_ERROR: nothing of its own end.
       const { events } = await readSse(await box.fetch(`${box.url}/agui/${agentId}/runs/${input.runId}/events`));
-      expect(events.map((event) => event.data.type)).toEqual(['RUN_STARTED', 'RUN_ERROR']);
+      expect(events.map((event) => event.data.type).filter((type) => type === 'RUN_FINISHED')).toEqual([]);
+      expect(events.at(-1)?.data).toMatchObject({ type: 'RUN_ERROR', code: 'dispatch_lost' });
     } finally {
       box.hook = () => 'serve';
+      paused.open();
       agent.release();
       await agent.close();
     }
