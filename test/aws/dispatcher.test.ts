@@ -129,7 +129,7 @@ describe('a dispatcher that dies mid-run', { timeout: 300_000 }, () => {
       let swept = false;
       box.hook = async (call): Promise<'serve'> => {
         if (call.caller !== 'dispatcher') return 'serve';
-        if (swept && call.action !== 'dynamodb:UpdateItem') afterTheSweep += 1;
+        if (swept && /:(PutItem|BatchWriteItem|DeleteItem)$/.test(call.action)) afterTheSweep += 1;
         if (call.action === 'dynamodb:PutItem') leased = true;
         if (leased && call.action === 'dynamodb:UpdateItem' && ++updates >= 1) await paused.wait;
         return 'serve';
@@ -150,7 +150,7 @@ describe('a dispatcher that dies mid-run', { timeout: 300_000 }, () => {
       expect((await stream)?.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: 'dispatch_lost' });
       await idle(box);
       expect(await box.run(input.runId)).toEqual(failed);
-      // It renewed (refused), and wrote nothing: no events, no end.
+      // Its write of the run's item was refused, and it wrote nothing else: no events, no end.
       expect(afterTheSweep).toBe(0);
       // What it stored before its pause, then the sweep's RUN_ERROR: nothing of its own end.
       const { events } = await readSse(await box.fetch(`${box.url}/agui/${agentId}/runs/${input.runId}/events`));
@@ -165,7 +165,13 @@ describe('a dispatcher that dies mid-run', { timeout: 300_000 }, () => {
   });
 });
 
-/** An AG-UI agent that sends `count` events as fast as its socket takes them: one message of `count - 4` deltas. */
+/**
+ * An AG-UI agent that sends `count` events as fast as its socket takes them: one message of
+ * `count - 4` deltas of 1.1 KB each (two write units an event: the box writes fewer events a
+ * second than DynamoDB takes, and units, not events, are what a partition is limited by).
+ */
+const PADDING = 'x'.repeat(1_100);
+
 async function startBurstAgent(count: number): Promise<{ url: string; close(): Promise<void> }> {
   const app = new Hono();
   app.post('*', async (c) => {
@@ -174,7 +180,7 @@ async function startBurstAgent(count: number): Promise<{ url: string; close(): P
       const send = (event: Record<string, unknown>) => stream.writeSSE({ data: JSON.stringify(event) });
       await send({ type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId });
       await send({ type: 'TEXT_MESSAGE_START', messageId: 'm', role: 'assistant' });
-      for (let i = 0; i < count - 4; i++) await send({ type: 'TEXT_MESSAGE_CONTENT', messageId: 'm', delta: `d${i} ` });
+      for (let i = 0; i < count - 4; i++) await send({ type: 'TEXT_MESSAGE_CONTENT', messageId: 'm', delta: `d${i} ${PADDING}` });
       await send({ type: 'TEXT_MESSAGE_END', messageId: 'm' });
       await send({ type: 'RUN_FINISHED', threadId: input.threadId, runId: input.runId });
     });
@@ -204,7 +210,7 @@ describe('a run that bursts past what one partition of DynamoDB takes', { timeou
       expect(box.dynamodb.throttled.items + box.dynamodb.throttled.calls).toBeGreaterThan(0);
 
       const deltas = (events: Array<Record<string, unknown>> | undefined) => (events ?? []).filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.delta);
-      const expected = Array.from({ length: COUNT - 4 }, (_, i) => `d${i} `);
+      const expected = Array.from({ length: COUNT - 4 }, (_, i) => `d${i} ${PADDING}`);
       expect(received?.length).toBe(COUNT);
       expect(received?.at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
       expect(deltas(received)).toEqual(expected);
