@@ -131,8 +131,9 @@ async function startDispatch(core: Core, runId: string, options: DispatchOptions
   // Failed `dispatch_lost` while this dispatcher was late: the failure is the run's end, and nothing is written over it.
   if (hold?.lost) return 'dispatch_lost';
   const end = deriveEnd(transcript, { threadId: run.threadId, runId, cancelRequested, failure: ended.failure });
-  await core.ledger.settle(run, ended.dropped ? { ...end, droppedEvents: ended.dropped } : end, log, ended.terminal);
-  await hold?.end();
+  const settled = await core.ledger.settle(run, ended.dropped ? { ...end, droppedEvents: ended.dropped } : end, log, ended.terminal);
+  // Not settled here: another ended the run (a sweep that found its lease lapsed), and took the lease with it.
+  if (settled) await hold?.end();
   return 'ran';
 }
 

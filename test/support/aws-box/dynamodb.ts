@@ -40,7 +40,8 @@ export class DynamoDbService implements AwsService {
   private readonly locks = new Map<string, Promise<void>>();
   /**
    * The throttle model: each partition (a table's partition key value) takes this many write units
-   * a second (DynamoDB on demand: about 1,000), its unused units kept for a second at most. Past
+   * a second (DynamoDB on demand: about 1,000), its unused units kept for a tenth of a second at
+   * most (the box writes slower than DynamoDB takes: its bursts, not its throughput, meet the limit). Past
    * them a BatchWriteItem's items are handed back as UnprocessedItems (all of them: the call is
    * refused with ProvisionedThroughputExceededException), and a single write is refused. Off while undefined.
    */
@@ -178,13 +179,14 @@ export class DynamoDbService implements AwsService {
     return this.take(body.TableName, item, unitsOf(item), rate) ? passed : this.refuse();
   }
 
-  /** Takes `units` of the partition's write units, if it has them (refilled at `rate` a second, kept for a second at most). */
+  /** Takes `units` of the partition's write units, if it has them (refilled at `rate` a second, kept for a tenth of a second at most). */
   private take(table: string, item: Item | undefined, units: number, rate: number): boolean {
     const partitionKey = this.table(table).keys[0];
     const id = `${table}\u0000${JSON.stringify(item?.[partitionKey])}`;
     const now = performance.now();
-    const held = this.partitions.get(id) ?? { units: rate, at: now };
-    held.units = Math.min(rate, held.units + ((now - held.at) / 1000) * rate);
+    const most = rate / 10;
+    const held = this.partitions.get(id) ?? { units: most, at: now };
+    held.units = Math.min(most, held.units + ((now - held.at) / 1000) * rate);
     held.at = now;
     this.partitions.set(id, held);
     if (held.units < units) return false;
