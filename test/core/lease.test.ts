@@ -39,11 +39,11 @@ describe('a dispatcher’s lease on its run', () => {
     const more = new Gate();
     pausing(h, more);
     await h.send('hello');
-    await eventually(async () => expect((await h.events('run-1')).length).toBe(3));
+    await eventually(async () => expect((await h.events('run-1')).length).toBe(3), 20_000);
     for (let i = 0; i < 4; i++) {
       h.clock.advance(LEASE.renewMs);
       // Each renewal lands before the next step of the clock.
-      await eventually(async () => expect((await h.store.leases.lapsed(h.clock.now() + LEASE.lapseMs + 1, 10)).map((l) => l.until)).toEqual([h.clock.now() + LEASE.lapseMs]));
+      await eventually(async () => expect((await h.store.leases.lapsed(h.clock.now() + LEASE.lapseMs + 1, 10)).map((l) => l.until)).toEqual([h.clock.now() + LEASE.lapseMs]), 20_000);
     }
     expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0 });
     more.open();
@@ -60,7 +60,7 @@ describe('a dispatcher’s lease on its run', () => {
     Object.assign(h.queue, { release: async (receipt: string) => void released.push(receipt) });
     pausing(h, new Gate());
     await h.send('hello');
-    await eventually(async () => expect((await h.events('run-1')).length).toBe(3));
+    await eventually(async () => expect((await h.events('run-1')).length).toBe(3), 20_000);
 
     h.clock.advance(LEASE.lapseMs - 1);
     expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0 });
@@ -83,7 +83,7 @@ describe('a dispatcher’s lease on its run', () => {
     const more = new Gate();
     pausing(h, more);
     await h.send('hello');
-    await eventually(async () => expect((await h.events('run-1')).length).toBe(3));
+    await eventually(async () => expect((await h.events('run-1')).length).toBe(3), 20_000);
     h.clock.advance(LEASE.lapseMs + 1);
     expect(await h.gateway.failLapsed()).toMatchObject({ failed: 1 });
     const failed = await base.runs.get('run-1');
