@@ -2,14 +2,7 @@ import type { Core } from './deps.js';
 import { RunFailure } from './errors.js';
 import { isTerminal } from './model.js';
 import type { Clock, RunStore } from './ports.js';
-
-/** How a dispatcher holds its run (AWS: a Lambda environment may die mid-run; one machine's restart fails such runs itself). */
-export interface LeaseSettings {
-  /** A lease is renewed this often while its dispatcher relays: before a write of events once this much passed, and on a timer between. */
-  renewMs: number;
-  /** A lease not renewed for this long has lapsed: its dispatcher is taken for dead. */
-  lapseMs: number;
-}
+import type { LeaseSettings } from './settings.js';
 
 /** The dispatcher's run was failed `dispatch_lost` while it still relayed it (it was late past its lease): it writes nothing more of it. */
 export class LeaseLost extends RunFailure {

@@ -1,4 +1,3 @@
-import type { LeaseSettings } from './lease.js';
 import type { Budget } from './model.js';
 
 export interface CoreSettings {
@@ -20,6 +19,14 @@ export interface CoreSettings {
    * mid-run); absent (one machine, whose restart fails such runs `orphaned_by_restart`), none.
    */
   lease?: LeaseSettings;
+}
+
+/** How a dispatcher holds its run (AWS: a Lambda environment may die mid-run; one machine's restart fails such runs itself). */
+export interface LeaseSettings {
+  /** A lease is renewed this often while its dispatcher relays: before a write of events once this much passed, and on a timer between. */
+  renewMs: number;
+  /** A lease not renewed for this long has lapsed: its dispatcher is taken for dead. */
+  lapseMs: number;
 }
 
 export interface LinkSettings {

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { Budget } from '../core/model.js';
-import type { LeaseSettings } from '../core/lease.js';
-import type { LinkSettings } from '../core/settings.js';
+import type { LeaseSettings, LinkSettings } from '../core/settings.js';
 import { FUNCTION_NAME } from '../providers/function-name.js';
 
 /**
