@@ -23,7 +23,6 @@ export class LeaseLost extends RunFailure {
 export class RunHold {
   lost = false;
   private renewedAt: number;
-  private renewing: Promise<void> | undefined;
   private stopTimer: (() => void) | undefined;
   private ended = false;
 
@@ -66,31 +65,25 @@ export class RunHold {
     return Math.min(this.settings.renewMs, Math.floor(this.settings.lapseMs / 3));
   }
 
-  private renew(): Promise<void> {
-    this.renewing ??= (async () => {
-      const at = this.deps.clock.now();
-      try {
-        if (await this.deps.store.leases.renew(this.runId, at + this.settings.lapseMs)) this.renewedAt = at;
-        else {
-          this.lost = true;
-          this.stop();
-          this.onLost();
-        }
-      } finally {
-        this.renewing = undefined;
-      }
-    })();
-    return this.renewing;
+  /** Each renewal is sent whatever is on its way: two that cross each hold the lease a lapse past its own time. */
+  private async renew(): Promise<void> {
+    const at = this.deps.clock.now();
+    if (await this.deps.store.leases.renew(this.runId, at + this.settings.lapseMs)) {
+      this.renewedAt = Math.max(this.renewedAt, at);
+    } else if (!this.lost) {
+      this.lost = true;
+      this.stop();
+      this.onLost();
+    }
   }
 
   private arm(): void {
     if (this.ended) return;
     this.stopTimer = this.deps.clock.after(this.renewEvery, () => {
-      // A store that failed a renewal is tried again at the next; the run's own writes say it failed.
-      this.renew().then(
-        () => this.arm(),
-        () => this.arm(),
-      );
+      // On a steady beat, whatever a renewal takes; a store that failed one is tried again at the
+      // next, and the run's own writes say it failed.
+      this.arm();
+      this.renew().catch(() => {});
     });
   }
 }
