@@ -6,6 +6,9 @@ import { GatewayFunction } from './gateway-function.js';
 import type { Store } from './store.js';
 import type { ThreadQueue } from './thread-queue.js';
 
+/** The dead letters' function's timeout; its queue's visibility is six times it (`ThreadQueue`). */
+export const DEAD_LETTERS_TIMEOUT = Duration.seconds(30);
+
 export interface DeadLettersProps {
   store: Store;
   threadQueue: ThreadQueue;
@@ -27,13 +30,12 @@ export class DeadLetters extends Construct {
     this.function = new GatewayFunction(this, 'DeadLetters', {
       handler: 'dead-letters',
       description: 'funduq: fails the runs whose thread-queue messages were dead-lettered',
-      timeout: Duration.seconds(30),
+      timeout: DEAD_LETTERS_TIMEOUT,
       memorySize: 256,
       logRetention: props.logRetention,
       environment: props.environment,
     });
     const fn = this.function.function;
-    // The dead-letter queue's visibility timeout is SQS's default (30 s), no less than this function's.
     fn.addEventSource(new SqsEventSource(props.threadQueue.deadLetters, { batchSize: 10, reportBatchItemFailures: true }));
     // It reads the run and its agent, writes the run's end and gives back its places, charges its
     // tenant and writes its usage record (runs); it reads the run's log and appends its RUN_ERROR (run_events).

@@ -12,6 +12,7 @@ import { ENV } from '../lambdas/runtimes/environment.js';
 import {
   DEPLOY_SETTINGS,
   GATEWAY_SETTINGS,
+  LEASE_SETTINGS,
   readSettings,
   SettingsError,
   toEnvironment,
@@ -19,7 +20,7 @@ import {
   type GatewaySettings,
 } from '../lambdas/runtimes/settings.js';
 import { AskWaiter } from './ask-waiter.js';
-import { DeadLetters } from './dead-letters.js';
+import { DEAD_LETTERS_TIMEOUT, DeadLetters } from './dead-letters.js';
 import { Dispatcher, DISPATCHER_TIMEOUT } from './dispatcher.js';
 import { DoorsApi, type ApiAuth } from './doors-api.js';
 import { ProviderLink } from './provider-link.js';
@@ -88,11 +89,13 @@ export class FunduqStack extends Stack {
       [ENV.runEventsTable]: this.store.runEvents.tableName,
       // The gateway's settings reach the functions by the names the schema gives them, and are read there by it.
       ...toEnvironment(GATEWAY_SETTINGS, settings),
+      ...toEnvironment(LEASE_SETTINGS, settings),
       ...(settings.jwtTenantClaim ? { [ENV.jwtTenantClaim]: settings.jwtTenantClaim } : {}),
     };
 
     this.threadQueue = new ThreadQueue(this, 'ThreadQueue', {
       dispatcherTimeout: DISPATCHER_TIMEOUT,
+      deadLettersTimeout: DEAD_LETTERS_TIMEOUT,
       maxReceiveCount: settings.maxReceiveCount,
     });
     const queueEnvironment = { ...recordEnvironment, [ENV.threadQueueUrl]: this.threadQueue.queue.queueUrl };

@@ -41,7 +41,7 @@ export class Sweep extends Construct {
     super(scope, id);
     this.function = new GatewayFunction(this, 'Sweep', {
       handler: 'sweep',
-      description: 'funduq: gives back what requests whose door died before recording their run took',
+      description: 'funduq: gives back what requests whose door died took, and fails runs whose dispatcher was lost',
       timeout: Duration.seconds(60),
       memorySize: 256,
       logRetention: props.logRetention,
@@ -59,8 +59,14 @@ export class Sweep extends Construct {
     // (GetItem), gives back places and opens asks again (UpdateItem), drops an abandoned thread
     // and the notes (DeleteItem), arms the timers of asks opened again, and hands an interjection
     // its door never handed over to the thread queue.
-    props.store.runs.grant(fn, 'dynamodb:Query', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem');
+    props.store.runs.grant(fn, 'dynamodb:Query', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:PutItem');
     props.askWaiter.grantArm(fn);
     props.threadQueue.grantSend(fn);
+    // Lapsed leases (Query on byKey's `lease#` partitions, each ended by a DeleteItem): their runs
+    // fail `dispatch_lost` as a dead letter's do (their end, places, usage record: UpdateItem,
+    // PutItem; their log read and its RUN_ERROR appended), and their thread's message goes.
+    props.store.runEvents.grant(fn, 'dynamodb:Query', 'dynamodb:PutItem');
+    props.threadQueue.grantRelease(fn);
+    props.threadQueue.grantRedeliver(fn);
   }
 }

@@ -15,6 +15,8 @@ export interface ThreadQueueProps {
    * fail it `dispatch_lost` while the first one is still at work.
    */
   dispatcherTimeout: Duration;
+  /** The timeout of the function that reads the dead-letter queue: that queue's visibility is derived from it, as the thread queue's is. */
+  deadLettersTimeout: Duration;
   /** Receives before a message goes to the dead-letter queue. */
   maxReceiveCount: number;
 }
@@ -33,6 +35,8 @@ export class ThreadQueue extends Construct {
     super(scope, id);
     this.deadLetters = new sqs.Queue(this, 'DeadLetters', {
       fifo: true,
+      // An event source too: six times its function's timeout, as the thread queue's (see below).
+      visibilityTimeout: Duration.seconds(props.deadLettersTimeout.toSeconds() * VISIBILITY_FACTOR),
       retentionPeriod: Duration.days(14),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
@@ -71,5 +75,10 @@ export class ThreadQueue extends Construct {
   /** What a function that settles runs, or repairs them, needs to let go of a settled run's message by its receipt handle: DeleteMessage. */
   grantRelease(grantee: iam.IGrantable): void {
     this.queue.grant(grantee, 'sqs:DeleteMessage');
+  }
+
+  /** What the sweep needs to deliver again, at once, a still-queued run's message whose dispatcher died: ChangeMessageVisibility. */
+  grantRedeliver(grantee: iam.IGrantable): void {
+    this.queue.grant(grantee, 'sqs:ChangeMessageVisibility');
   }
 }

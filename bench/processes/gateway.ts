@@ -135,7 +135,7 @@ async function startAwsShape(): Promise<Shape> {
     clients: { dynamodb: dispatcherClient },
     store: dispatcherStore,
     timer,
-    queue: { enqueue: async () => {}, dispatchBeside: async () => {}, release: async () => {} },
+    queue: { enqueue: async () => {}, dispatchBeside: async () => {}, release: async () => {}, redeliver: async () => {} },
     providers: createProviders,
     clock,
     ids,
@@ -148,6 +148,7 @@ async function startAwsShape(): Promise<Shape> {
     // An interjection is an asynchronous Lambda invoke on AWS; no scenario sends one.
     dispatchBeside: (message) => fifo.dispatchBeside(message),
     release: () => fifo.release(),
+    redeliver: () => fifo.redeliver(),
   };
   const app = doorsApp({ env, clients: { dynamodb: doorsClient }, store: doorsStore, timer, queue: doorsQueue, clock, ids });
   fifo.start(async (runId, delivery) => {

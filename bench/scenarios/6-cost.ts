@@ -76,6 +76,24 @@ function streamHandlerEstimate(eventsPerRun: number, seconds: number, shape: Fun
   };
 }
 
+/** A run's log is one DynamoDB partition: on demand, about 1,000 write units a second. */
+const PARTITION_WRITE_UNITS_PER_SECOND = 1_000;
+const BURST_EVENTS = 15_000;
+
+/**
+ * What a burst costs once DynamoDB throttles its log's partition: its events' write units (as this
+ * wave measured them, per event), written no faster than the partition takes them; the dispatcher
+ * and the caller's stream are held that long at least (throttled attempts are not billed; their
+ * requests are the store's retries, backing off up to a second).
+ */
+function burstUnderThrottling(figures: WaveFigures, shapes: { dispatcher: FunctionShape; doors: FunctionShape }, eventsPerRun: number): { writeUnits: number; seconds: number; usd: number } {
+  const writeUnits = (figures.writeUnits / eventsPerRun) * BURST_EVENTS;
+  const seconds = writeUnits / PARTITION_WRITE_UNITS_PER_SECOND;
+  const gbSecond = (shape: FunctionShape) => (shape.architecture === 'arm64' ? PRICES.lambda.perGbSecondArm64 : PRICES.lambda.perGbSecondX86) * (shape.memoryMb / 1024);
+  const usd = (writeUnits * PRICES.dynamodb.perMillionWriteRequestUnits) / 1e6 + seconds * (gbSecond(shapes.dispatcher) + gbSecond(shapes.doors));
+  return { writeUnits, seconds, usd };
+}
+
 function price(figures: WaveFigures, shapes: { dispatcher: FunctionShape; doors: FunctionShape; streamHandler: FunctionShape }, eventsPerRun: number): CostBreakdown {
   const n = RUNS_PRICED;
   const gbSecond = (shape: FunctionShape) => (shape.architecture === 'arm64' ? PRICES.lambda.perGbSecondArm64 : PRICES.lambda.perGbSecondX86);
@@ -193,6 +211,10 @@ export async function costModel(bench: Bench): Promise<CostModel> {
     }));
     const gbSeconds = waveFigures.map((f) => f.dispatcherSeconds * (shapes.dispatcher.memoryMb / 1024) + f.streamSeconds * (shapes.doors.memoryMb / 1024));
     const base = { scenario: 6, name: NAME, reference: null, target: null };
+    const burst = burstUnderThrottling(waveFigures[medianWave], shapes, plan.events);
+    bench.log(
+      `  a ${BURST_EVENTS.toLocaleString('en-US')}-event burst, one partition at ${PARTITION_WRITE_UNITS_PER_SECOND} WU/s: ${burst.writeUnits.toFixed(0)} WU over at least ${burst.seconds.toFixed(1)} s of dispatcher and stream, $${burst.usd.toFixed(4)}`,
+    );
     const rows: Row[] = [
       row({ ...base, metric: 'DynamoDB write requests per run (adapter count)', unit: 'requests' }, pick('writeRequests')),
       row({ ...base, metric: 'DynamoDB write units per run (adapter count)', unit: 'WRU' }, pick('writeUnits')),
@@ -206,6 +228,15 @@ export async function costModel(bench: Bench): Promise<CostModel> {
       row(
         { ...base, metric: 'gateway CPU per run (doors + dispatcher + dynalite, one process)', unit: 'ms', note: 'what the functions compute in their 10 s: sizes their memory' },
         pick('cpuMs'),
+      ),
+      row(
+        {
+          ...base,
+          metric: `one run bursting ${BURST_EVENTS.toLocaleString('en-US')} events, its log's partition throttled at ${PARTITION_WRITE_UNITS_PER_SECOND} WU/s`,
+          unit: 'USD',
+          note: `derived from this wave's write units an event: ${burst.writeUnits.toFixed(0)} WU (throttled attempts are not billed), the dispatcher and the stream held ≥ ${burst.seconds.toFixed(1)} s while the writes are retried`,
+        },
+        spread([burst.usd]),
       ),
       row(
         { ...base, metric: `gateway cost of ${RUNS_PRICED} runs × 100 events × 10 s`, unit: 'USD', target: '≤ $0.20', note: `${PRICES.region} on-demand prices as of ${PRICES.asOf}` },

@@ -10,6 +10,7 @@ import { handOff } from './link/offers.js';
 import type { Provider } from './ports.js';
 import { deriveEnd } from './outcome.js';
 import { agentForDispatch } from './recent-agents.js';
+import { RunHold, LeaseLost } from './lease.js';
 import { limitedRun } from './relay.js';
 import type { DispatchResult } from './run-life.js';
 import { agentInput, threadHistory } from './run-input.js';
@@ -117,14 +118,23 @@ async function startDispatch(core: Core, runId: string, options: DispatchOptions
   const transcript = new RunTranscript();
   let run: Run | undefined;
   let log: RunLog | undefined;
+  let hold: RunHold | undefined;
   try {
+    // The lease first: a dispatcher that dies between the two writes leaves a queued run with a
+    // lapsing lease, whose message the sweep delivers again, rather than a running run with none.
+    if (core.settings.lease) hold = await RunHold.take(core, runId, options.receipt, core.settings.lease, () => stop.abort(new LeaseLost(runId)));
     run = await core.ledger.start(runId, options.receipt);
-    if (!run) return undefined;
-    log = core.ledger.log(run);
+    if (!run) {
+      await hold?.end();
+      return undefined;
+    }
+    log = core.ledger.log(run, 0, hold);
     const agent = await agentForDispatch(core, run.agentId);
     const provider = agent ? core.providers[agent.provider.kind] : undefined;
     if (agent && provider && 'linked' in provider) {
       unsubscribe();
+      // Handed to its providers, the run is held by its link (and its timers), not by this dispatcher.
+      await hold?.end();
       return await handOffLinked(core, run, agent, options);
     }
     ended = !agent
@@ -134,9 +144,14 @@ async function startDispatch(core: Core, runId: string, options: DispatchOptions
         : await relay(core, run, agent, provider as Provider, log, transcript, stop, options);
   } finally {
     unsubscribe();
+    hold?.stop();
   }
+  // Failed `dispatch_lost` while this dispatcher was late: the failure is the run's end, and nothing is written over it.
+  if (hold?.lost) return 'dispatch_lost';
   const end = deriveEnd(transcript, { threadId: run.threadId, runId, cancelRequested, failure: ended.failure });
-  await core.ledger.settle(run, ended.dropped ? { ...end, droppedEvents: ended.dropped } : end, log, ended.terminal);
+  const settled = await core.ledger.settle(run, ended.dropped ? { ...end, droppedEvents: ended.dropped } : end, log, ended.terminal);
+  // Not settled here: another ended the run (a sweep that found its lease lapsed), and took the lease with it.
+  if (settled) await hold?.end();
   return 'ran';
 }
 

@@ -11,6 +11,7 @@ import type { Agent, Principal, StoredEvent } from './model.js';
 import type { PushSender } from './ports.js';
 import { deletePrincipalKeys, getPrincipalKeys, putPrincipalKeys } from './principal-keys.js';
 import { recover } from './recover.js';
+import { failLapsed } from './lease.js';
 import { repairRun, sweepArrivals } from './repair.js';
 import { startRun, type StartedRun, type StartRunRequest } from './start-run.js';
 import { setTenantBudget, tenantView, usagePage, usageRange, usageRecords, usageReport, type UsageGroup, type UsageRange } from './metering.js';
@@ -59,6 +60,7 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
     repairRun: (runId: string) => repairRun(core, runId),
     /** Gives back what requests noted more than `olderThanMs` ago took, when their run was never recorded. */
     sweepArrivals: (olderThanMs: number) => sweepArrivals(core, new Date(core.clock.now() - olderThanMs).toISOString()),
+    failLapsed: () => failLapsed(core, core.clock.now()),
     /** A run whose thread-queue message was dead-lettered: failed `dispatch_failed`, its places given back. */
     failUndelivered: (runId: string) => failUndelivered(core, runId),
     /** `proof`: the cancel's signature (`{publicKey, timestamp, signature}`), needed for a run on a thread bound to its head. */

@@ -92,8 +92,8 @@ export class Ledger {
   }
 
   /** The writer of a run's events in this process (its holder: the dispatcher that marked it running), numbering them after `lastSeq`. */
-  log(run: RunRef, lastSeq = 0): RunLog {
-    return new RunLog(run, lastSeq, this.deps.store, this.deps.feed, this.deps.life);
+  log(run: RunRef, lastSeq = 0, hold?: WriteFence): RunLog {
+    return new RunLog(run, lastSeq, this.deps.store, this.deps.feed, this.deps.life, hold);
   }
 
   /**
@@ -326,6 +326,11 @@ export class Ledger {
   }
 }
 
+/** What a writer checks before each write of a run's events: it throws once the run is no longer the writer's (`RunHold`). */
+export interface WriteFence {
+  hold(): Promise<void>;
+}
+
 /**
  * Numbers a run's events and stores them before anyone sees them. Writes are group-committed:
  * the events that arrive in one turn of the event loop (one network read of the agent's stream
@@ -348,6 +353,7 @@ export class RunLog {
     private readonly store: RunStore,
     private readonly feed: ChangeFeed,
     private readonly life: RunLife,
+    private readonly fence?: WriteFence,
   ) {
     this.runId = run.runId;
     this.seq = lastSeq;
@@ -382,6 +388,7 @@ export class RunLog {
       while (this.pending.length > 0) {
         const batch = this.pending.length > MOST_PER_WRITE ? this.pending.splice(0, MOST_PER_WRITE) : this.pending;
         if (batch === this.pending) this.pending = [];
+        await this.fence?.hold();
         await this.store.events.append(batch);
         this.feed.publish({ kind: 'events', runId: this.runId, events: batch });
         this.life.stored?.(this.run, batch);

@@ -349,6 +349,20 @@ export interface PushConfig {
 }
 
 /**
+ * A dispatcher's hold on the run it relays: renewed while it relays, so a run whose dispatcher's
+ * environment died (its lease lapsed) is failed `dispatch_lost` by the sweep within the lapse and a
+ * sweep's period, not at its message's visibility timeout. An item of its own, a few hundred bytes:
+ * a renewal costs one write unit whatever the run's input weighs.
+ */
+export interface RunLease {
+  runId: string;
+  /** Epoch ms: the lease has lapsed after this. */
+  until: number;
+  /** The thread-queue delivery the dispatch came in (an SQS receipt handle), let go when the lease lapses. */
+  receipt?: string;
+}
+
+/**
  * A caller's message id taken within a scope (tenant, agent, context), so that a repeat within
  * the claim's life returns the run the first one started instead of starting another.
  */

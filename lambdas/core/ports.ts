@@ -12,6 +12,7 @@ export type {
   ProviderRegistry,
   PushConfigs,
   RecordProjections,
+  RunLeases,
   RunRecords,
   RunStore,
   TaskEntry,
@@ -53,6 +54,12 @@ export interface ThreadQueue {
    * it): the thread's next run is delivered. A message already gone is no error.
    */
   release(receipt: string): Promise<void>;
+  /**
+   * Makes a received message visible again at once (its receipt), for a run still queued whose
+   * dispatcher died before marking it running: the next receive dispatches it, without waiting for
+   * the message's visibility timeout. A message already gone is no error.
+   */
+  redeliver(receipt: string): Promise<void>;
 }
 
 /** The outbound gap's clock: fires `expireAsks(runId)` at the earliest `expiresAt` of a waiting run. */

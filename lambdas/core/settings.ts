@@ -14,6 +14,19 @@ export interface CoreSettings {
   tenantBudget?: Budget;
   /** The provider link's clocks; each left out takes its default (`DEFAULT_LINK_SETTINGS`). */
   link?: Partial<LinkSettings>;
+  /**
+   * A dispatcher holds the run it relays by a lease (AWS, where a function's environment may die
+   * mid-run); absent (one machine, whose restart fails such runs `orphaned_by_restart`), none.
+   */
+  lease?: LeaseSettings;
+}
+
+/** How a dispatcher holds its run (AWS: a Lambda environment may die mid-run; one machine's restart fails such runs itself). */
+export interface LeaseSettings {
+  /** A lease is renewed this often while its dispatcher relays: before a write of events once this much passed, and on a timer between. */
+  renewMs: number;
+  /** A lease not renewed for this long has lapsed: its dispatcher is taken for dead. */
+  lapseMs: number;
 }
 
 export interface LinkSettings {

@@ -14,7 +14,8 @@ export interface SweepEvent {
 /**
  * The sweep of requests that died before recording their run, on a schedule (`sweepArrivals`):
  * a request noted longer ago than the doors' function may run is of a function that died, and
- * gives back what it took (its places, the asks it closed). Safe twice, and beside the live flow.
+ * gives back what it took (its places, the asks it closed); a run whose dispatcher's lease lapsed
+ * is failed `dispatch_lost` and its thread's message let go. Safe twice, and beside the live flow.
  */
 export function createSweep(options: Omit<WiringOptions, 'providers'>) {
   const { gateway } = createWiring(options, { queue: sqsThreadQueue, timer: stepFunctionsAskTimer });
@@ -24,6 +25,10 @@ export function createSweep(options: Omit<WiringOptions, 'providers'>) {
       const sweep = await gateway.sweepArrivals(event.olderThanSeconds * 1000);
       if (sweep.givenBack + sweep.handedOver > 0) logger.warn('requests whose door died were given back or handed over', { ...sweep });
       metrics.addMetric('ArrivalsGivenBack', MetricUnit.Count, sweep.givenBack);
+      // A dispatcher whose lease lapsed died mid-run: its run fails now, and its thread moves on.
+      const lapsed = await gateway.failLapsed();
+      if (lapsed.failed + lapsed.released + lapsed.redelivered > 0) logger.warn('runs whose dispatcher was lost were failed dispatch_lost, or delivered again while still queued', { ...lapsed });
+      metrics.addMetric('RunsFailedDispatchLost', MetricUnit.Count, lapsed.failed);
     } finally {
       publishMetrics();
     }

@@ -28,7 +28,7 @@ import { ENV } from './environment.js';
 import { logger, metrics } from './powertools.js';
 import { PUSH_SENDER_SETTINGS } from './push-delivery.js';
 import { secretPushKeys } from './push-keys.js';
-import { defaultBudget, DEPLOY_SETTINGS, GATEWAY_SETTINGS, linkSettings, readSettings } from './settings.js';
+import { defaultBudget, DEPLOY_SETTINGS, GATEWAY_SETTINGS, LEASE_SETTINGS, leaseSettings, linkSettings, readSettings } from './settings.js';
 import { runMetrics } from './run-metrics.js';
 import { usageMetrics } from './usage-metrics.js';
 
@@ -139,6 +139,7 @@ export function createWiring(options: WiringOptions, ports: AwsPorts = {}): { ga
         tenantConcurrentRuns: settings.tenantConcurrentRuns,
         tenantBudget: defaultBudget(settings),
         link: linkSettings(settings),
+        lease: leaseSettings(readSettings(LEASE_SETTINGS, 'env', (name) => env[name])),
       },
       life: composeRunLife(options.observers ?? defaultObservers(), (error, moment) =>
         logger.error('an observer of runs failed; the run goes on', { error: error as Error, moment }),
@@ -204,7 +205,7 @@ function client<K extends keyof Clients>(clients: Clients, name: K): NonNullable
 const notWired = (port: string) => async (): Promise<never> => {
   throw new Error(`this function has no ${port}: the stack grants it none, and nothing it does should need one`);
 };
-const NO_QUEUE: ThreadQueue = { enqueue: notWired('thread queue'), dispatchBeside: notWired('thread queue'), release: notWired('thread queue') };
+const NO_QUEUE: ThreadQueue = { enqueue: notWired('thread queue'), dispatchBeside: notWired('thread queue'), release: notWired('thread queue'), redeliver: notWired('thread queue') };
 const NO_TIMER: AskTimer = { arm: notWired('ask timer'), disarm: notWired('ask timer') };
 
 /**

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Budget } from '../core/model.js';
-import type { LinkSettings } from '../core/settings.js';
+import type { LeaseSettings, LinkSettings } from '../core/settings.js';
 import { FUNCTION_NAME } from '../providers/function-name.js';
 
 /**
@@ -94,8 +94,7 @@ export const GATEWAY_SETTINGS = {
    */
   linkGraceSeconds: setting({ env: 'FUNDUQ_LINK_GRACE_SECONDS', context: 'linkGraceSeconds', read: whole(1, 86_400) }),
   /** A run of a `link` agent that no provider took this long fails `no_provider_took_it`. Unset: 45. */
-  linkUnclaimedSeconds: setting({ env: 'FUNDUQ_LINK_UNCLAIMED_SECONDS', context: 'linkUnclaimedSeconds', read: whole(1, 86_400) }),
-};
+  linkUnclaimedSeconds: setting({ env: 'FUNDUQ_LINK_UNCLAIMED_SECONDS', context: 'linkUnclaimedSeconds', read: whole(1, 86_400) }),};
 
 /** The provider link's clocks the gateway settings set, in the core's words; each left unset keeps the core's default. */
 export function linkSettings(settings: Partial<Pick<GatewaySettings, 'linkGraceSeconds' | 'linkUnclaimedSeconds'>>): Partial<LinkSettings> {
@@ -185,6 +184,16 @@ export const DEPLOY_SETTINGS = {
    * doors' 15-minute timeout and a minute. Each sweep is one invocation and a few index queries.
    */
   arrivalSweepMinutes: setting({ context: 'arrivalSweepMinutes', read: whole(1, 1440), default: 5 }),
+  /**
+   * A dispatcher renews its run's lease this often while it relays (a write of a few hundred
+   * bytes), and a lease not renewed for `leaseLapseSeconds` has lapsed: the sweep (every
+   * `arrivalSweepMinutes`) fails its run `dispatch_lost` and lets its thread's message go. A
+   * thread waits at most the lapse and a sweep's period (1 + 5 minutes by default) after its
+   * dispatcher died. The stack hands them to the functions (the environment names); one machine
+   * takes no lease: its restart fails such runs `orphaned_by_restart`.
+   */
+  leaseRenewSeconds: setting({ env: 'FUNDUQ_LEASE_RENEW_SECONDS', context: 'leaseRenewSeconds', read: whole(1, 300), default: 20 }),
+  leaseLapseSeconds: setting({ env: 'FUNDUQ_LEASE_LAPSE_SECONDS', context: 'leaseLapseSeconds', read: whole(10, 3600), default: 60 }),
   /** Receives of a thread-queue message before it goes to the dead-letter queue. */
   maxReceiveCount: setting({ context: 'maxReceiveCount', read: whole(1, 1000), default: 3 }),
   /** Keep the tables when the stack is deleted. */
@@ -266,6 +275,14 @@ export function toEnvironment<G extends Group>(group: G, values: Partial<Values<
     if (spec.env !== undefined && value !== undefined) env[spec.env] = Array.isArray(value) ? value.join(',') : String(value);
   }
   return env;
+}
+
+/** The settings of a dispatcher's lease (deploy settings the stack hands to the functions, read there from the environment). */
+export const LEASE_SETTINGS = { leaseRenewSeconds: DEPLOY_SETTINGS.leaseRenewSeconds, leaseLapseSeconds: DEPLOY_SETTINGS.leaseLapseSeconds };
+
+/** The lease's settings in the core's words. */
+export function leaseSettings(values: Values<typeof LEASE_SETTINGS>): LeaseSettings {
+  return { renewMs: values.leaseRenewSeconds * 1000, lapseMs: values.leaseLapseSeconds * 1000 };
 }
 
 export type GatewaySettings = Values<typeof GATEWAY_SETTINGS>;

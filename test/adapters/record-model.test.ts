@@ -196,6 +196,27 @@ const registryCalls: fc.Arbitrary<Call>[] = [
   both('principals.delete', fc.record({ tenant: tenantName, principal: principalName }), (a, { prefix }) => (side) => side.principals.delete(prefix + a.tenant, a.principal), thenThePrincipal),
 ];
 
+// Dispatchers' leases: taken, renewed only while held, listed by their end, ended only as listed.
+
+const until = fc.constantFrom(1_000, 2_000, 3_000);
+
+/** Every lease of this world that lapsed before `before`, as each side lists them (the store holds earlier worlds' too). */
+const thenTheLapsed = (w: World, a: { before: number }) =>
+  same(
+    'the lapsed leases',
+    () => w.model.leases.lapsed(a.before, 1_000),
+    async () => (await w.store.leases.lapsed(a.before, 1_000)).filter((lease) => lease.runId.startsWith(w.prefix)),
+  );
+
+const leaseCalls: fc.Arbitrary<Call>[] = [
+  both('leases.take', fc.record({ run: runName, until, receipt: fc.option(fc.constantFrom('r1', 'r2'), { nil: undefined }) }), (a, { prefix }) => (side) =>
+    side.leases.take({ runId: prefix + a.run, until: a.until, ...(a.receipt !== undefined ? { receipt: a.receipt } : {}) }),
+  ),
+  both('leases.renew', fc.record({ run: runName, until }), (a, { prefix }) => (side) => side.leases.renew(prefix + a.run, a.until)),
+  both('leases.end', fc.record({ run: runName, until: fc.option(until, { nil: undefined }) }), (a, { prefix }) => (side) => side.leases.end(prefix + a.run, a.until)),
+  both('leases.lapsed', fc.record({ before: fc.constantFrom(1_500, 2_500, 3_500) }), () => () => undefined, thenTheLapsed),
+];
+
 // Runs: transitions (and the identity a patch may not change), asks closed and opened, a link moved; the task index they write.
 
 const STATUSES: RunStatus[] = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled'];
@@ -363,5 +384,6 @@ describe(`the record's rules, the reference model's and the ${stores.kind} store
   it('gives threads places and arrival numbers by their holders, and an abandoned thread back', property(threadCalls, 1), 120_000);
   it('admits a tenant’s runs by window and places, re-admits a holder, and rolls its spend over by period', property(tenantCalls, 2), 120_000);
   it('frees an expired claim, keeps a provider’s createdAt and places across registrations, and replaces a principal’s keys', property(registryCalls, 3), 120_000);
+  it('renews a lease only while it is held, ends one only as it was listed, and lists the lapsed by their end', property(leaseCalls, 5), 120_000);
   it('moves runs, their asks and their links only as the rules allow, never their identity, and lists their tasks as the index says', property(runCalls, 4), 120_000);
 });

@@ -421,20 +421,45 @@ describe('the sweep', () => {
     expect(only(synth({ arrivalSweepMinutes: 1 }).template, 'AWS::Events::Rule')[1].Properties.ScheduleExpression).toBe('rate(1 minute)');
   });
 
-  it('lets the sweep list the notes, read runs, give back places, reopen asks and arm their timers, send to the thread queue, and nothing else', () => {
+  it('lets the sweep list the notes and the leases, read runs, give back places, reopen asks and arm their timers, fail a lapsed run, send to, release from and redeliver in the thread queue, and nothing else', () => {
     const statements = statementsOf(template, 'sweep');
     const actions = actionsOf(template, 'sweep');
-    expect(actions.filter((a) => a.startsWith('dynamodb:')).sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
-    for (const statement of statements.filter((s) => JSON.stringify(s.Action).includes('dynamodb:'))) {
-      expect(JSON.stringify(statement.Resource)).toContain('StoreRuns');
-      expect(JSON.stringify(statement.Resource)).not.toContain('StoreRunEvents');
+    expect([...new Set(actions.filter((a) => a.startsWith('dynamodb:')))].sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    // Of the events table, only a lapsed run's log read and its RUN_ERROR appended.
+    for (const statement of statements.filter((s) => JSON.stringify(s.Action).includes('dynamodb:') && JSON.stringify(s.Resource).includes('StoreRunEvents'))) {
+      expect([statement.Action].flat().sort()).toEqual(['dynamodb:PutItem', 'dynamodb:Query']);
     }
+    const releases = statements.filter((s) => JSON.stringify(s.Action).includes('sqs:DeleteMessage')).map((s) => JSON.stringify(s.Resource));
+    expect(releases).toHaveLength(1);
+    expect(releases[0]).not.toContain('DeadLetters');
     expect(actions.filter((a) => a.startsWith('states:'))).toEqual(['states:StartExecution']);
     const sends = statements.filter((s) => JSON.stringify(s.Action).includes('sqs:SendMessage')).map((s) => JSON.stringify(s.Resource));
     expect(sends).toHaveLength(1);
     expect(sends[0]).toContain('ThreadQueue');
     expect(sends[0]).not.toContain('DeadLetters');
-    expect(actions.filter((a) => !/^(dynamodb|states|xray):/.test(a) && !['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'].includes(a))).toEqual([]);
+    // A still-queued run's message made visible again (its dispatcher died between its lease and its start): the thread queue's only.
+    const redeliveries = statements.filter((s) => JSON.stringify(s.Action).includes('sqs:ChangeMessageVisibility')).map((s) => JSON.stringify(s.Resource));
+    expect(redeliveries).toHaveLength(1);
+    expect(redeliveries[0]).toContain('ThreadQueue');
+    expect(redeliveries[0]).not.toContain('DeadLetters');
+    expect(actions.filter((a) => !/^(dynamodb|states|xray):/.test(a) && !['sqs:SendMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'].includes(a))).toEqual([]);
+  });
+});
+
+describe('the event sources', () => {
+  it('keeps every queue a function reads invisible for at least six times that function’s timeout, as AWS asks of a Lambda event source', () => {
+    const { template } = defaults;
+    const queues = resources(template, 'AWS::SQS::Queue');
+    const functions = resources(template, 'AWS::Lambda::Function');
+    const read = Object.values(resources(template, 'AWS::Lambda::EventSourceMapping')).filter((m) => JSON.stringify(m.Properties.EventSourceArn).includes('Queue'));
+    expect(read.length).toBeGreaterThanOrEqual(2);
+    for (const mapping of read) {
+      const queueId = mapping.Properties.EventSourceArn['Fn::GetAtt'][0] as string;
+      const fn = functions[mapping.Properties.FunctionName.Ref as string];
+      // SQS's default visibility is 30 s, Lambda's default timeout 3 s.
+      const visibility = Number(queues[queueId].Properties.VisibilityTimeout ?? 30);
+      expect({ queueId, visibility }).toEqual({ queueId, visibility: expect.toSatisfy((v: number) => v >= 6 * Number(fn.Properties.Timeout ?? 3)) });
+    }
   });
 });
 

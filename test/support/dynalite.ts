@@ -14,7 +14,7 @@ import { recordProjections } from '../../lambdas/core/a2a/task-state.js';
  * How DynamoDB answers one write of events (a BatchWriteItem, or a conditional PutItem of one
  * event): as asked, part or all of a batch left unprocessed, or throttled.
  */
-export type WriteFault = (call: number, input: BatchWriteCommandInput) => 'pass' | 'leave-half' | 'leave-all' | 'throttle';
+export type WriteFault = (call: number, input: BatchWriteCommandInput) => 'pass' | 'leave-half' | 'leave-all' | 'throttle' | 'fail';
 
 export function useDynalite() {
   let dynamo: LocalDynamo | undefined;
@@ -80,7 +80,7 @@ export function useDynalite() {
             : (args.input as BatchWriteCommandInput);
           const [table, requests] = Object.entries(input.RequestItems!)[0];
           const answer = fault(calls, input);
-          switch (put && answer !== 'pass' ? 'throttle' : answer) {
+          switch (put && answer !== 'pass' && answer !== 'fail' ? 'throttle' : answer) {
             case 'pass':
               return next(args);
             case 'throttle':
@@ -89,6 +89,8 @@ export function useDynalite() {
                 $fault: 'client',
                 $metadata: {},
               });
+            case 'fail':
+              throw Object.assign(new Error('We encountered an internal error. Please try again.'), { name: 'InternalServerError', $fault: 'server', $metadata: {} });
             case 'leave-all':
               return { output: { UnprocessedItems: { [table]: requests }, $metadata: {} }, response: {} } as never;
             case 'leave-half': {

@@ -71,6 +71,15 @@ export class SqsThreadQueue implements ThreadQueue {
     }
   }
 
+  async redeliver(receipt: string): Promise<void> {
+    try {
+      await this.options.client.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.options.queueUrl, ReceiptHandle: receipt, VisibilityTimeout: 0 }));
+    } catch (error) {
+      // Received again or deleted since: that receive's dispatcher has the run.
+      if (!isGone(error)) throw error;
+    }
+  }
+
   async enqueue(message: ThreadMessage): Promise<void> {
     await this.options.client.send(
       new SendMessageCommand({

@@ -54,6 +54,9 @@ export class InProcessThreadQueue implements ThreadQueue {
   /** Holds nothing to let go: on one machine a link run's dispatcher holds its thread's turn until it settles. */
   async release(): Promise<void> {}
 
+  /** Nothing to redeliver: one machine takes no lease, and a restart enqueues its queued runs again. */
+  async redeliver(): Promise<void> {}
+
   /** Resolves when every thread's queue is empty and no interjection is being dispatched. */
   async idle(): Promise<void> {
     while (this.tails.size > 0 || this.beside.size > 0) await Promise.all([...this.tails.values(), ...this.beside]);

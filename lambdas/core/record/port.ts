@@ -1,4 +1,4 @@
-import type { Agent, Arrival, AskState, Budget, LinkProvider, MessageClaim, PushConfig, Run, RunLink, RunStatus, Spend, StoredEvent, Tenant, Thread, ThreadRef } from '../model.js';
+import type { Agent, Arrival, AskState, Budget, LinkProvider, MessageClaim, PushConfig, Run, RunLease, RunLink, RunStatus, Spend, StoredEvent, Tenant, Thread, ThreadRef } from '../model.js';
 import type { UsageRecord } from '../usage.js';
 
 /**
@@ -22,6 +22,7 @@ export interface RunStore {
   readonly claims: MessageClaims;
   readonly providers: ProviderRegistry;
   readonly principals: PrincipalKeys;
+  readonly leases: RunLeases;
 }
 
 /** The parts' names, every one (the compiler checks), for what wraps every call of a store (turns on one machine, tests' counts). */
@@ -38,6 +39,7 @@ export const RECORD_PARTS = Object.keys({
   claims: true,
   providers: true,
   principals: true,
+  leases: true,
 } satisfies Record<keyof RunStore, true>) as (keyof RunStore)[];
 
 /** The store with each of its parts as `wrap` makes it; anything else of the store stays as it is. */
@@ -45,6 +47,22 @@ export function mapParts<S extends RunStore>(store: S, wrap: <P extends keyof Ru
   const parts: Partial<Record<keyof RunStore, unknown>> = {};
   for (const name of RECORD_PARTS) parts[name] = wrap(name, store[name]);
   return Object.assign(Object.create(store) as S, parts);
+}
+
+/**
+ * Dispatchers' leases on the runs they relay (`RunLease`). The lease is the fence between a
+ * dispatcher and a sweep: a renewal takes only a lease still held, and a sweep ends a lapsed
+ * lease (only while it is as listed) before it fails the run, so of the two exactly one goes on.
+ */
+export interface RunLeases {
+  /** Takes the run's lease (a redelivery's dispatch takes over the lease of the one before). */
+  take(lease: RunLease): Promise<void>;
+  /** Moves the lease's end to `until`, only while the lease is held; false when it was ended. */
+  renew(runId: string, until: number): Promise<boolean>;
+  /** Leases that end before `before` (epoch ms), the earliest first, at most `limit`. */
+  lapsed(before: number, limit: number): Promise<RunLease[]>;
+  /** Ends the run's lease; with `until`, only while its end is still that (not renewed since it was listed). False when nothing was ended. */
+  end(runId: string, until?: number): Promise<boolean>;
 }
 
 /** A thread is named by its tenant and its id (see `ThreadRef`); a `Run` names its own thread. */

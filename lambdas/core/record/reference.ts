@@ -1,10 +1,10 @@
-import { threadKey, type Budget, type LinkProvider, type MessageClaim, type Run, type RunLink, type RunStatus, type Spend, type Tenant, type Thread, type ThreadRef } from '../model.js';
+import { threadKey, type Budget, type LinkProvider, type MessageClaim, type Run, type RunLease, type RunLink, type RunStatus, type Spend, type Tenant, type Thread, type ThreadRef } from '../model.js';
 import type { AskChanges, RecordProjections, TaskEntry, TaskIndexQuery, TenantAdmission, TenantLimits } from './port.js';
 import { admission, charged, checkPageLimit, checkRunPatch, claimIsFree, closedAsks, crossed, linkMayMove, registrationOf, reopenedAsks, type TenantCounts } from './rules.js';
 
 /**
  * The record's rules as a model: the parts of the port whose answers are policy (places, admission,
- * spend, claims, provider registrations, principals' keys, run writes and the task index), in memory, with no I/O
+ * spend, claims, provider registrations, principals' keys, leases, run writes and the task index), in memory, with no I/O
  * and no time of its own. Its methods are the port's, answering at once what a store must answer
  * to the same calls in the same order; a model-based test holds every store to it
  * (test/adapters/record-model.test.ts). It is no store: it keeps no input apart, no events, no
@@ -18,6 +18,7 @@ export class ReferenceRecord {
   private readonly claimItems = new Map<string, MessageClaim>();
   private readonly providerItems = new Map<string, { provider: LinkProvider; places: number }>();
   private readonly principalItems = new Map<string, string[]>();
+  private readonly leaseItems = new Map<string, RunLease>();
 
   constructor(private readonly projections: RecordProjections) {}
 
@@ -185,6 +186,28 @@ export class ReferenceRecord {
     },
     release: (claim: MessageClaim): void => {
       if (this.claimItems.get(claim.key)?.runId === claim.runId) this.claimItems.delete(claim.key);
+    },
+  };
+
+  readonly leases = {
+    take: (lease: RunLease): void => {
+      this.leaseItems.set(lease.runId, copy(lease));
+    },
+    renew: (runId: string, until: number): boolean => {
+      const held = this.leaseItems.get(runId);
+      if (held) held.until = until;
+      return held !== undefined;
+    },
+    lapsed: (before: number, limit: number): RunLease[] =>
+      [...this.leaseItems.values()]
+        .filter((lease) => lease.until < before)
+        .sort((a, b) => a.until - b.until || (a.runId < b.runId ? -1 : 1))
+        .slice(0, limit)
+        .map(copy),
+    end: (runId: string, until?: number): boolean => {
+      const held = this.leaseItems.get(runId);
+      if (!held || (until !== undefined && held.until !== until)) return false;
+      return this.leaseItems.delete(runId);
     },
   };
 

@@ -37,23 +37,23 @@ describe('DynamoStore: appending events when DynamoDB pushes back', () => {
     expect(seqs(await store.events.read('run-1', 0))).toEqual(range(1, 30));
   });
 
-  it('gives up with store_unavailable when events stay unprocessed', async () => {
-    const store = await storeWith(() => 'leave-all');
+  it('keeps trying a batch DynamoDB throttles, past any count of attempts, until it is stored', async () => {
+    // Twelve attempts refused, thrown back or handed back whole as unprocessed: a partition past its write units.
+    const store = await storeWith((call) => (call <= 12 ? (call % 2 === 0 ? 'leave-all' : 'throttle') : 'pass'));
 
-    const appending = store.events.append(events('run-1', 3));
+    await store.events.append(events('run-1', 3));
 
-    await expect(appending).rejects.toBeInstanceOf(StoreUnavailable);
-    await expect(appending).rejects.toMatchObject({ code: 'store_unavailable' });
-    expect(store.sent.writeRequests).toBeGreaterThan(1);
+    expect(seqs(await store.events.read('run-1', 0))).toEqual(range(1, 3));
+    expect(store.sent.writeRequests).toBe(13);
   });
 
-  it('reports throttling that outlasted the SDK retries as store_unavailable', async () => {
-    const store = await storeWith(() => 'throttle');
+  it('gives up with store_unavailable when DynamoDB fails every attempt (a server fault, not throttling)', async () => {
+    const store = await storeWith(() => 'fail');
 
     const appending = store.events.append(events('run-1', 30));
 
     await expect(appending).rejects.toBeInstanceOf(StoreUnavailable);
-    await expect(appending).rejects.toMatchObject({ cause: { name: 'ProvisionedThroughputExceededException' } });
+    await expect(appending).rejects.toMatchObject({ code: 'store_unavailable', cause: { name: 'InternalServerError' } });
   });
 
   it('lets a malformed write fail as itself, not as an outage', async () => {
@@ -132,7 +132,7 @@ describe('DynamoStore on dynalite with a data directory', () => {
   });
 });
 
-describe('a run while DynamoDB throttles its event writes', () => {
+describe('a run while DynamoDB throttles (or fails) its event writes', () => {
   /** A real store on dynalite whose event writes DynamoDB throttles while `throttles(call)` says so. */
   const throttlingStore = (throttles: (call: number) => boolean) => dynamo.storeWithWriteFaults((call) => (throttles(call) ? 'throttle' : 'pass'));
 
@@ -152,9 +152,19 @@ describe('a run while DynamoDB throttles its event writes', () => {
     expect((await readToEnd(h, 'run-1')).map((stored) => stored.seq)).toEqual([1, 2, 3, 4, 5]);
   });
 
+  it('slows, not fails, a run whose every write is throttled many times over', async () => {
+    const h = await harness(await throttlingStore((call) => call <= 10));
+
+    await h.send('hello');
+    await h.settled();
+
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'completed', lastSeq: 5 });
+    expect((await readToEnd(h, 'run-1')).map((stored) => stored.seq)).toEqual([1, 2, 3, 4, 5]);
+  });
+
   it('closes the log with RUN_ERROR store_unavailable once the store takes writes again, so a reader sees why', async () => {
-    // Five attempts of the run's first batch are refused; the store is back for its closing event.
-    const h = await harness(await throttlingStore((call) => call <= 5));
+    // Five attempts of the run's first batch fail (a server fault); the store is back for its closing event.
+    const h = await harness(await dynamo.storeWithWriteFaults((call) => (call <= 5 ? 'fail' : 'pass')));
 
     await h.send('hello');
     await h.settled();

@@ -5,6 +5,7 @@ import type { AwsCall, AwsService, Reply } from './aws-endpoint.js';
 import { REGION, type Deployment } from './template.js';
 
 type Item = Record<string, AttributeValue>;
+type WriteRequest = { PutRequest?: { Item: Item }; DeleteRequest?: { Key: Item } };
 
 /** A DynamoDB Streams record with a new image (the stack's view type), as Lambda hands it over. */
 export interface StreamRecord {
@@ -37,6 +38,17 @@ export class DynamoDbService implements AwsService {
   readonly tables = new Map<string, Table>();
   private sequence = 100_000_000_000_000_000_000n;
   private readonly locks = new Map<string, Promise<void>>();
+  /**
+   * The throttle model: each partition (a table's partition key value) takes this many write units
+   * a second (DynamoDB on demand: about 1,000), its unused units kept for a tenth of a second at
+   * most (the box writes slower than DynamoDB takes: its bursts, not its throughput, meet the limit). Past
+   * them a BatchWriteItem's items are handed back as UnprocessedItems (all of them: the call is
+   * refused with ProvisionedThroughputExceededException), and a single write is refused. Off while undefined.
+   */
+  writeUnitsPerSecond: number | undefined;
+  /** What the throttle model refused: calls refused whole, and items handed back unprocessed. */
+  readonly throttled = { calls: 0, items: 0 };
+  private readonly partitions = new Map<string, { units: number; at: number }>();
   private constructor(
     private readonly dynamo: LocalDynamo,
     /** dynalite's own client, outside IAM: for tests that read the record whole. */
@@ -99,7 +111,10 @@ export class DynamoDbService implements AwsService {
     return [{ action, resource: body.IndexName ? `${table}/index/${body.IndexName}` : table }];
   }
 
-  async handle(call: AwsCall): Promise<Reply> {
+  async handle(given: AwsCall): Promise<Reply> {
+    const throttled = this.throttle(given);
+    if ('status' in throttled) return throttled;
+    const call = throttled.call;
     const body = call.body as Record<string, any>;
     switch (call.operation) {
       case 'PutItem':
@@ -108,9 +123,9 @@ export class DynamoDbService implements AwsService {
         return this.write([{ table: body.TableName, key: body.Key }], call);
       case 'DeleteItem':
         return this.write([{ table: body.TableName, key: body.Key, remove: true }], call);
-      case 'BatchWriteItem':
-        return this.write(
-          Object.entries(body.RequestItems as Record<string, Array<{ PutRequest?: { Item: Item }; DeleteRequest?: { Key: Item } }>>).flatMap(([table, requests]) =>
+      case 'BatchWriteItem': {
+        const reply = await this.write(
+          Object.entries(body.RequestItems as Record<string, WriteRequest[]>).flatMap(([table, requests]) =>
             requests.map((request) =>
               request.PutRequest
                 ? { table, key: this.keyOf(table, request.PutRequest.Item), put: request.PutRequest.Item }
@@ -119,6 +134,9 @@ export class DynamoDbService implements AwsService {
           ),
           call,
         );
+        if (reply.status !== 200 || Object.keys(throttled.unprocessed).length === 0) return reply;
+        return { ...reply, body: JSON.stringify({ ...(JSON.parse(reply.body) as object), UnprocessedItems: throttled.unprocessed }) };
+      }
       default:
         return this.forward(call);
     }
@@ -127,6 +145,65 @@ export class DynamoDbService implements AwsService {
   close(): Promise<void> {
     this.client.destroy();
     return this.dynamo.close();
+  }
+
+  /**
+   * The call as the throttle model lets it through (a batch without the items it hands back), or
+   * its refusal. Units as DynamoDB bills a write: one per started KB of the item.
+   */
+  private throttle(call: AwsCall): { call: AwsCall; unprocessed: Record<string, WriteRequest[]> } | Reply {
+    const rate = this.writeUnitsPerSecond;
+    const passed = { call, unprocessed: {} };
+    if (rate === undefined) return passed;
+    const body = call.body as Record<string, any>;
+    const unitsOf = (item: Item | undefined) => Math.max(1, Math.ceil(JSON.stringify(item ?? {}).length / 1024));
+    if (call.operation === 'BatchWriteItem') {
+      const kept: Record<string, WriteRequest[]> = {};
+      const unprocessed: Record<string, WriteRequest[]> = {};
+      for (const [table, requests] of Object.entries(body.RequestItems as Record<string, WriteRequest[]>)) {
+        for (const request of requests) {
+          const item = request.PutRequest?.Item ?? request.DeleteRequest?.Key;
+          const taken = this.take(table, item, unitsOf(item), rate);
+          ((taken ? kept : unprocessed)[table] ??= []).push(request);
+        }
+      }
+      const handedBack = Object.values(unprocessed).reduce((sum, requests) => sum + requests.length, 0);
+      if (handedBack === 0) return passed;
+      if (Object.keys(kept).length === 0) return this.refuse();
+      this.throttled.items += handedBack;
+      const narrowed = { ...body, RequestItems: kept };
+      return { call: { ...call, body: narrowed, raw: JSON.stringify(narrowed) }, unprocessed };
+    }
+    if (!['PutItem', 'UpdateItem', 'DeleteItem'].includes(call.operation)) return passed;
+    const item = body.Item ?? body.Key;
+    return this.take(body.TableName, item, unitsOf(item), rate) ? passed : this.refuse();
+  }
+
+  /** Takes `units` of the partition's write units, if it has them (refilled at `rate` a second, kept for a tenth of a second at most). */
+  private take(table: string, item: Item | undefined, units: number, rate: number): boolean {
+    const partitionKey = this.table(table).keys[0];
+    const id = `${table}\u0000${JSON.stringify(item?.[partitionKey])}`;
+    const now = performance.now();
+    const most = rate / 10;
+    const held = this.partitions.get(id) ?? { units: most, at: now };
+    held.units = Math.min(most, held.units + ((now - held.at) / 1000) * rate);
+    held.at = now;
+    this.partitions.set(id, held);
+    if (held.units < units) return false;
+    held.units -= units;
+    return true;
+  }
+
+  private refuse(): Reply {
+    this.throttled.calls += 1;
+    return {
+      status: 400,
+      headers: { 'content-type': 'application/x-amz-json-1.0' },
+      body: JSON.stringify({
+        __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException',
+        message: 'The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.',
+      }),
+    };
   }
 
   private keyOf(table: string, item: Item): Item {

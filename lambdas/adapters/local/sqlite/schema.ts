@@ -141,6 +141,8 @@ const MIGRATIONS: readonly (string | ((db: Database.Database, projections: Recor
   'CREATE TABLE arrivals (run_id TEXT PRIMARY KEY, at TEXT NOT NULL, body TEXT NOT NULL, claimed INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID; CREATE INDEX arrivals_at ON arrivals (at);',
   // The keys an admin registered for a principal: its actor chains' last hop is signed by one of them.
   'CREATE TABLE principals (tenant TEXT NOT NULL, principal TEXT NOT NULL, keys TEXT NOT NULL, PRIMARY KEY (tenant, principal)) WITHOUT ROWID;',
+  // Dispatchers' leases on the runs they relay (`RunLease`), listed by their end.
+  'CREATE TABLE leases (run_id TEXT PRIMARY KEY, until INTEGER NOT NULL, receipt TEXT) WITHOUT ROWID; CREATE INDEX leases_until ON leases (until);',
 ];
 
 /**
@@ -150,7 +152,7 @@ const MIGRATIONS: readonly (string | ((db: Database.Database, projections: Recor
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Every table of the record, for a look at the whole of it (`SqliteStore.census`). */
-export const TABLES = ['threads', 'runs', 'run_inputs', 'run_events', 'tenants', 'agents', 'push_configs', 'message_claims', 'usage_records', 'providers', 'places', 'tasks', 'arrivals', 'principals'] as const;
+export const TABLES = ['threads', 'runs', 'run_inputs', 'run_events', 'tenants', 'agents', 'push_configs', 'message_claims', 'usage_records', 'providers', 'places', 'tasks', 'arrivals', 'principals', 'leases'] as const;
 
 /** The file was written by a newer funduq: its schema version is past this code's. */
 export class SchemaTooNew extends Error {

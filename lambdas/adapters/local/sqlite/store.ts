@@ -4,6 +4,7 @@ import { JOURNAL_SIZE_LIMIT, SqliteCheckpointer } from '../sqlite-checkpointer.j
 import { SqliteAgents } from './agents.js';
 import { SqliteArrivals } from './arrivals.js';
 import { SqliteMessageClaims } from './claims.js';
+import { SqliteRunLeases } from './leases.js';
 import { SqliteEventLog } from './events.js';
 import { SqliteHandle } from './handle.js';
 import { SqlitePrincipals } from './principals.js';
@@ -51,6 +52,7 @@ export class SqliteStore implements RunStore {
   readonly claims: SqliteMessageClaims;
   readonly providers: SqliteProviders;
   readonly principals: SqlitePrincipals;
+  readonly leases: SqliteRunLeases;
   private readonly lock: Database.Database | undefined;
   private readonly checkpointer: SqliteCheckpointer | undefined;
   private readonly db: Database.Database;
@@ -88,6 +90,7 @@ export class SqliteStore implements RunStore {
     this.claims = new SqliteMessageClaims(handle);
     this.providers = new SqliteProviders(handle);
     this.principals = new SqlitePrincipals(handle);
+    this.leases = new SqliteRunLeases(handle);
   }
 
   /** Ends the checkpoint thread, then closes the record (copying what is left of its log) and gives up the lock. */

@@ -2,15 +2,27 @@ import { BatchWriteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamo
 import { StoreUnavailable } from '../../../../core/errors.js';
 import type { StoredEvent } from '../../../../core/model.js';
 import type { EventLog } from '../../../../core/ports.js';
-import { delay, isConditionFailure, isUnavailable, type DynamoHandle } from './handle.js';
+import { delay, isConditionFailure, isThrottled, isUnavailable, type DynamoHandle } from './handle.js';
 import type { Item } from './keys.js';
 
 const KB = 1024;
 /** BatchWriteItem takes at most 25 put requests. */
 const BATCH_SIZE = 25;
-/** Attempts of one batch while DynamoDB throttles it or hands items back unprocessed. */
+/** Attempts of one batch while DynamoDB fails it (a server fault, no answer). */
 const BATCH_ATTEMPTS = 5;
 const BATCH_BACKOFF_MS = 50;
+/**
+ * The longest pause between two attempts of a batch DynamoDB throttles. A throttled batch is tried
+ * again until it is stored, however long: a run's log is one partition (about 1,000 write units a
+ * second), and a burst past that is slowed, not failed. Meanwhile the run's writer holds its agent
+ * back (`RunLog`: it stops reading past its high water), and its lease is renewed on the runs table.
+ */
+const THROTTLED_BACKOFF_MS = 1_000;
+
+/** Full jitter, capped (AWS's advice for throttling and UnprocessedItems). */
+function backoff(attempt: number): number {
+  return Math.random() * Math.min(THROTTLED_BACKOFF_MS, BATCH_BACKOFF_MS * 2 ** Math.min(attempt, 10));
+}
 /** Conditional puts of one `appendNew` call in flight at once. */
 const NEW_EVENTS_IN_FLIGHT = 16;
 
@@ -100,6 +112,7 @@ export class DynamoEventLog implements EventLog {
 
   /** False when the seq was stored already. Throttling and outages are retried as a batch's are. */
   private async putEventIfNew(item: Item): Promise<boolean> {
+    let failures = 0;
     for (let attempt = 1; ; attempt++) {
       this.handle.sent.writeRequests++;
       this.handle.sent.writeUnits += eventUnits(item);
@@ -111,10 +124,10 @@ export class DynamoEventLog implements EventLog {
       } catch (err) {
         if (isConditionFailure(err)) return false;
         if (!isUnavailable(err)) throw err;
-        if (attempt === BATCH_ATTEMPTS) {
+        if (!isThrottled(err) && ++failures === BATCH_ATTEMPTS) {
           throw new StoreUnavailable(`run_events did not take event ${String(item.seq)} after ${BATCH_ATTEMPTS} attempts: ${(err as Error).message}`, { cause: err });
         }
-        await delay(Math.random() * BATCH_BACKOFF_MS * 2 ** attempt);
+        await delay(backoff(attempt));
       }
     }
   }
@@ -122,6 +135,8 @@ export class DynamoEventLog implements EventLog {
   private async writeBatch(batch: Item[]): Promise<void> {
     const table = this.handle.tables.runEvents;
     let pending = batch;
+    // Failures other than throttling are counted apart: only they use up the batch's attempts.
+    let failures = 0;
     for (let attempt = 1; ; attempt++) {
       this.handle.sent.writeRequests++;
       for (const item of pending) this.handle.sent.writeUnits += eventUnits(item);
@@ -130,10 +145,11 @@ export class DynamoEventLog implements EventLog {
         const result = await this.handle.doc.send(
           new BatchWriteCommand({ RequestItems: { [table]: pending.map((Item) => ({ PutRequest: { Item } })) } }),
         );
+        // Items handed back unprocessed are DynamoDB's throttling of part of a batch.
         unprocessed = (result.UnprocessedItems?.[table] ?? []).flatMap((request) => (request.PutRequest?.Item ? [request.PutRequest.Item] : []));
       } catch (err) {
         if (!isUnavailable(err)) throw err;
-        if (attempt === BATCH_ATTEMPTS) {
+        if (!isThrottled(err) && ++failures === BATCH_ATTEMPTS) {
           throw new StoreUnavailable(`run_events did not take ${pending.length} events after ${BATCH_ATTEMPTS} attempts: ${(err as Error).message}`, { cause: err });
         }
         // Throttling that outlasted the SDK's own retries, or no answer: putting the same events
@@ -141,11 +157,7 @@ export class DynamoEventLog implements EventLog {
         unprocessed = pending;
       }
       if (unprocessed.length === 0) return;
-      if (attempt === BATCH_ATTEMPTS) {
-        throw new StoreUnavailable(`run_events left ${unprocessed.length} events unprocessed after ${BATCH_ATTEMPTS} attempts`);
-      }
-      // AWS asks for exponential backoff with jitter on UnprocessedItems and throttling.
-      await delay(Math.random() * BATCH_BACKOFF_MS * 2 ** attempt);
+      await delay(backoff(attempt));
       pending = unprocessed;
     }
   }

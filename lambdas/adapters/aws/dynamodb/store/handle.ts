@@ -97,7 +97,14 @@ export class DynamoHandle {
     this.sent.writeUnits += 1;
     try {
       await this.doc.send(
-        new DeleteCommand({ TableName: this.tables.runs, Key: key, ConditionExpression: condition, ExpressionAttributeNames: names, ExpressionAttributeValues: values }),
+        new DeleteCommand({
+          TableName: this.tables.runs,
+          Key: key,
+          ConditionExpression: condition,
+          ExpressionAttributeNames: names,
+          // DynamoDB refuses an empty map: a condition on names alone (attribute_exists) sends none.
+          ExpressionAttributeValues: Object.keys(values).length > 0 ? values : undefined,
+        }),
       );
       return true;
     } catch (err) {
@@ -137,6 +144,12 @@ export function unitsOf(item: Item): number {
 
 export function isConditionFailure(err: unknown): boolean {
   return (err as { name?: string } | undefined)?.name === 'ConditionalCheckFailedException';
+}
+
+/** DynamoDB's "not this fast": a partition past its write units a second (about 1,000 on demand), or a table past its own. */
+export function isThrottled(err: unknown): boolean {
+  const name = (err as { name?: string } | undefined)?.name;
+  return name !== undefined && THROTTLING.has(name);
 }
 
 /** Throttling that outlasted the SDK's own retries, a server fault, or no answer at all. */

@@ -64,6 +64,24 @@ export function arrivalPartition(runId: string): string {
   return `${ARRIVAL_PREFIX}${createHash('sha256').update(runId).digest()[0] % ARRIVAL_PARTITIONS}`;
 }
 
+export const LEASE_PREFIX = 'lease#';
+const LEASE_ITEM = 'lease';
+
+/** A run's lease: an item of its own beside the run's (`run#<runId>`, `lease`), a renewal writes a few hundred bytes. */
+export function leaseKey(runId: string): Item {
+  return { pk: `run#${runId}`, sk: LEASE_ITEM };
+}
+
+/** A lease's `byKey` partition (`lease#0` …, by its run id's hash, as arrivals are spread): every renewal moves its entry. */
+export function leasePartition(runId: string): string {
+  return `${LEASE_PREFIX}${createHash('sha256').update(runId).digest()[0] % ARRIVAL_PARTITIONS}`;
+}
+
+/** A lease's end as `byKey` sorts it: epoch ms, zero-padded, so string order is time order. */
+export function leaseSort(until: number): string {
+  return String(Math.max(0, Math.floor(until))).padStart(16, '0');
+}
+
 export function tenantKey(tenant: string): Item {
   return { pk: `tenant#${tenant}`, sk: TENANT_ITEM };
 }

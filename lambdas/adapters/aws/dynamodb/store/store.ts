@@ -4,6 +4,7 @@ import type { TableNames } from '../tables.js';
 import { DynamoAgents } from './agents.js';
 import { DynamoArrivals } from './arrivals.js';
 import { DynamoMessageClaims } from './claims.js';
+import { DynamoRunLeases } from './leases.js';
 import { DynamoEventLog } from './events.js';
 import { DynamoHandle, type StoreUsage } from './handle.js';
 import { DynamoPrincipals } from './principals.js';
@@ -42,6 +43,7 @@ export class DynamoStore implements RunStore {
   readonly claims: DynamoMessageClaims;
   readonly providers: DynamoProviders;
   readonly principals: DynamoPrincipals;
+  readonly leases: DynamoRunLeases;
   /** What the store has sent, for the cost model. */
   readonly sent: StoreUsage;
 
@@ -60,6 +62,7 @@ export class DynamoStore implements RunStore {
     this.claims = new DynamoMessageClaims(handle);
     this.providers = new DynamoProviders(handle);
     this.principals = new DynamoPrincipals(handle);
+    this.leases = new DynamoRunLeases(handle);
   }
 }
 

@@ -1,0 +1,40 @@
+import type Database from 'better-sqlite3';
+import type { RunLease } from '../../../core/model.js';
+import type { RunLeases } from '../../../core/ports.js';
+import type { SqliteHandle } from './handle.js';
+
+/** Leases: a row per run, its end in a column of its own (indexed: the sweep lists by it). */
+export class SqliteRunLeases implements RunLeases {
+  private readonly statements: ReturnType<typeof prepare>;
+
+  constructor(handle: SqliteHandle) {
+    this.statements = prepare(handle.db);
+  }
+
+  async take(lease: RunLease): Promise<void> {
+    this.statements.put.run(lease.runId, lease.until, lease.receipt ?? null);
+  }
+
+  async renew(runId: string, until: number): Promise<boolean> {
+    return this.statements.renew.run(until, runId).changes === 1;
+  }
+
+  async lapsed(before: number, limit: number): Promise<RunLease[]> {
+    const rows = this.statements.lapsed.all(before, limit) as Array<{ run_id: string; until: number; receipt: string | null }>;
+    return rows.map((row) => ({ runId: row.run_id, until: row.until, ...(row.receipt !== null ? { receipt: row.receipt } : {}) }));
+  }
+
+  async end(runId: string, until?: number): Promise<boolean> {
+    return (until === undefined ? this.statements.end.run(runId) : this.statements.endAsListed.run(runId, until)).changes === 1;
+  }
+}
+
+function prepare(db: Database.Database) {
+  return {
+    put: db.prepare('INSERT OR REPLACE INTO leases (run_id, until, receipt) VALUES (?, ?, ?)'),
+    renew: db.prepare('UPDATE leases SET until = ? WHERE run_id = ?'),
+    lapsed: db.prepare('SELECT run_id, until, receipt FROM leases WHERE until < ? ORDER BY until, run_id LIMIT ?'),
+    end: db.prepare('DELETE FROM leases WHERE run_id = ?'),
+    endAsListed: db.prepare('DELETE FROM leases WHERE run_id = ? AND until = ?'),
+  };
+}

@@ -1,0 +1,144 @@
+import type { Core } from './deps.js';
+import { RunFailure } from './errors.js';
+import { isTerminal } from './model.js';
+import type { Clock, RunStore } from './ports.js';
+import type { LeaseSettings } from './settings.js';
+
+/** The dispatcher's run was failed `dispatch_lost` while it still relayed it (it was late past its lease): it writes nothing more of it. */
+export class LeaseLost extends RunFailure {
+  constructor(runId: string) {
+    super('dispatch_lost', `the run ${runId} was failed dispatch_lost while its dispatcher was late renewing its lease`);
+    this.name = 'LeaseLost';
+  }
+}
+
+/**
+ * A dispatcher's hold on the run it relays (`RunLease`). It is renewed on a timer and, before a
+ * write of the run's events, once `renewMs` passed since the last renewal: so no batch is written
+ * more than `renewMs` after a renewal that found the lease held, and a sweep, which ends a lease
+ * only `lapseMs` after its last renewal, cannot fail the run under a write unless the write took
+ * longer than the difference. A renewal that finds the lease ended (the sweep failed the run) marks
+ * it lost; from then on every write of the run's stops (`hold` throws), and its dispatcher settles nothing.
+ */
+export class RunHold {
+  lost = false;
+  private renewedAt: number;
+  private stopTimer: (() => void) | undefined;
+  private ended = false;
+
+  private constructor(
+    private readonly deps: { store: RunStore; clock: Clock },
+    private readonly runId: string,
+    private readonly settings: LeaseSettings,
+    private readonly onLost: () => void,
+  ) {
+    this.renewedAt = deps.clock.now();
+    this.arm();
+  }
+
+  /** Takes the run's lease (a redelivery's takes over the one before: that dispatch is gone). */
+  static async take(deps: { store: RunStore; clock: Clock }, runId: string, receipt: string | undefined, settings: LeaseSettings, onLost: () => void): Promise<RunHold> {
+    await deps.store.leases.take({ runId, until: deps.clock.now() + settings.lapseMs, ...(receipt !== undefined ? { receipt } : {}) });
+    return new RunHold(deps, runId, settings, onLost);
+  }
+
+  /** Before a write of the run's: renews the lease when due; throws `LeaseLost` once the run is no longer this dispatcher's. */
+  async hold(): Promise<void> {
+    if (!this.lost && this.deps.clock.now() - this.renewedAt >= this.renewEvery) await this.renew();
+    if (this.lost) throw new LeaseLost(this.runId);
+  }
+
+  /** The run settled (or its dispatch ended): the lease goes, so no sweep looks at it again. */
+  async end(): Promise<void> {
+    this.stop();
+    if (!this.lost) await this.deps.store.leases.end(this.runId);
+  }
+
+  /** Stops renewing, leaving the lease to lapse (a run handed to its providers is held by its link). */
+  stop(): void {
+    this.ended = true;
+    this.stopTimer?.();
+  }
+
+  /** Renewed well inside the lapse whatever the settings say: three renewals a lapse at the least. */
+  private get renewEvery(): number {
+    return Math.min(this.settings.renewMs, Math.floor(this.settings.lapseMs / 3));
+  }
+
+  /** Each renewal is sent whatever is on its way: two that cross each hold the lease a lapse past its own time. */
+  private async renew(): Promise<void> {
+    const at = this.deps.clock.now();
+    if (await this.deps.store.leases.renew(this.runId, at + this.settings.lapseMs)) {
+      this.renewedAt = Math.max(this.renewedAt, at);
+    } else if (!this.lost) {
+      this.lost = true;
+      this.stop();
+      this.onLost();
+    }
+  }
+
+  private arm(): void {
+    if (this.ended) return;
+    this.stopTimer = this.deps.clock.after(this.renewEvery, () => {
+      // On a steady beat, whatever a renewal takes; a store that failed one is tried again at the
+      // next, and the run's own writes say it failed.
+      this.arm();
+      this.renew().catch(() => {});
+    });
+  }
+}
+
+/** Leases ended per page, and pages per sweep. */
+const LAPSED_PAGE = 100;
+const LAPSED_PAGES = 10;
+
+export interface LapsedSweep {
+  /** Runs failed `dispatch_lost`: their dispatcher's lease lapsed. */
+  failed: number;
+  /** Thread-queue deliveries let go (the failed runs', and those of runs that settled before their lease was ended). */
+  released: number;
+  /** Queued runs' deliveries made visible again: their dispatcher died before marking them running. */
+  redelivered: number;
+}
+
+/**
+ * Leases that lapsed before `now`: their dispatcher died (its environment ended) or fell far
+ * behind. Each lease is ended first, only while it is as listed, so a dispatcher that renewed
+ * since keeps its run; then a run still running (or cancelling) is failed `dispatch_lost` and its
+ * thread-queue delivery is let go, so the thread's next run is delivered now rather than at the
+ * message's visibility timeout. A run that settled (its dispatcher died before ending its lease)
+ * only has its delivery let go; one still queued (its dispatcher died between taking the lease and
+ * marking it running) has its message made visible again, so the next receive runs it. Safe
+ * twice, and beside live dispatchers.
+ */
+export async function failLapsed(core: Core, now: number): Promise<LapsedSweep> {
+  const sweep: LapsedSweep = { failed: 0, released: 0, redelivered: 0 };
+  for (let page = 0; page < LAPSED_PAGES; page++) {
+    const leases = await core.store.leases.lapsed(now, LAPSED_PAGE);
+    for (const lease of leases) {
+      if (!(await core.store.leases.end(lease.runId, lease.until))) continue;
+      const run = await core.store.runs.get(lease.runId);
+      if (!run) continue;
+      if (run.status === 'queued') {
+        if (lease.receipt !== undefined) {
+          await core.queue.redeliver(lease.receipt);
+          sweep.redelivered += 1;
+        }
+        continue;
+      }
+      // A link run is its providers' once handed off, its message held by its link: the link's timers end it.
+      if (!isTerminal(run.status) && run.link) continue;
+      if (!isTerminal(run.status)) {
+        if (!(await core.ledger.abandon(run, 'dispatch_lost', 'the dispatcher running this run was lost (its lease lapsed)'))) continue;
+        sweep.failed += 1;
+      }
+      const receipt = lease.receipt ?? run.receipt;
+      if (receipt !== undefined) {
+        await core.queue.release(receipt);
+        sweep.released += 1;
+      }
+    }
+    if (leases.length < LAPSED_PAGE) break;
+  }
+  return sweep;
+}

@@ -1,0 +1,135 @@
+import { describe, expect, it } from 'vitest';
+import type { RunStore } from '../../lambdas/core/ports.js';
+import { eventually, Gate, harness, type Harness } from '../support/core-harness.js';
+import { useStore } from '../support/stores.js';
+
+const stores = useStore();
+
+// Inside the test agent's time limits (60 s idle), which a silent agent would otherwise reach first.
+const LEASE = { renewMs: 10_000, lapseMs: 30_000 };
+
+/** The store of a dispatcher whose renewals of `runId`'s lease wait at `gate`: a dispatcher paused (or, never opened, dead) at its renewal. */
+function renewalsHeld(store: RunStore, runId: string, gate: Gate): RunStore {
+  return Object.assign(Object.create(store) as RunStore, {
+    leases: Object.assign(Object.create(store.leases) as RunStore['leases'], {
+      renew: async (id: string, until: number) => {
+        if (id === runId) await gate.wait;
+        return store.leases.renew(id, until);
+      },
+    }),
+  });
+}
+
+/** An agent that sends its first text, then waits for `more` before it sends the rest and finishes. */
+function pausing(h: Harness, more: Gate): void {
+  h.provider.script = async function* (input) {
+    yield { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId };
+    yield { type: 'TEXT_MESSAGE_START', messageId: 'm1', role: 'assistant' };
+    yield { type: 'TEXT_MESSAGE_CONTENT', messageId: 'm1', delta: 'first' };
+    await more.wait;
+    yield { type: 'TEXT_MESSAGE_CONTENT', messageId: 'm1', delta: ' and the rest' };
+    yield { type: 'TEXT_MESSAGE_END', messageId: 'm1' };
+    yield { type: 'RUN_FINISHED', threadId: input.threadId, runId: input.runId };
+  };
+}
+
+describe('a dispatcher’s lease on its run', () => {
+  it('keeps the run of a live dispatcher whose agent is silent past the lapse: its timer renews the lease', async () => {
+    const h = await harness(await stores.freshStore(), { settings: { lease: LEASE } });
+    const more = new Gate();
+    pausing(h, more);
+    await h.send('hello');
+    await eventually(async () => expect((await h.events('run-1')).length).toBe(3), 20_000);
+    for (let i = 0; i < 4; i++) {
+      h.clock.advance(LEASE.renewMs);
+      // Each renewal lands before the next step of the clock.
+      await eventually(async () => expect((await h.store.leases.lapsed(h.clock.now() + LEASE.lapseMs + 1, 10)).map((l) => l.until)).toEqual([h.clock.now() + LEASE.lapseMs]), 20_000);
+    }
+    expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0, redelivered: 0 });
+    more.open();
+    await h.settled();
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'completed' });
+    expect(await h.store.leases.lapsed(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+  });
+
+  it('fails the run of a dispatcher that died dispatch_lost once its lease lapsed, and lets its thread-queue message go', async () => {
+    const base = await stores.freshStore();
+    const dead = new Gate();
+    const h = await harness(renewalsHeld(base, 'run-1', dead), { settings: { lease: LEASE }, receipt: (runId) => `receipt-${runId}` });
+    const released: string[] = [];
+    Object.assign(h.queue, { release: async (receipt: string) => void released.push(receipt) });
+    pausing(h, new Gate());
+    await h.send('hello');
+    await eventually(async () => expect((await h.events('run-1')).length).toBe(3), 20_000);
+
+    h.clock.advance(LEASE.lapseMs - 1);
+    expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0, redelivered: 0 });
+    h.clock.advance(2);
+    expect(await h.gateway.failLapsed()).toEqual({ failed: 1, released: 1, redelivered: 0 });
+    expect(released).toEqual(['receipt-run-1']);
+    expect(await base.runs.get('run-1')).toMatchObject({ status: 'failed', reason: 'dispatch_lost' });
+    const events = await h.events('run-1');
+    expect(events.map((e) => e.event.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'RUN_ERROR']);
+    expect(events.at(-1)?.event).toMatchObject({ code: 'dispatch_lost' });
+    expect(await base.threads.get(h.thread)).toMatchObject({ unsettled: 0 });
+    // Done once: a second sweep finds nothing.
+    expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0, redelivered: 0 });
+  });
+
+  it('delivers again, at once, the message of a run still queued whose dispatcher died after taking its lease and before marking it running', async () => {
+    const base = await stores.freshStore();
+    const dead = new Gate();
+    // The dispatcher took the lease, then died at the write that marks the run running (it never returns).
+    const store = Object.assign(Object.create(base) as RunStore, {
+      runs: Object.assign(Object.create(base.runs) as RunStore['runs'], {
+        transition: async (...args: Parameters<RunStore['runs']['transition']>) => {
+          if (args[0] === 'run-1' && args[2].status === 'running') await dead.wait;
+          return base.runs.transition(...args);
+        },
+      }),
+    });
+    // Its renewals wait with it: a dead dispatcher's timer fires no more.
+    const h = await harness(renewalsHeld(store, 'run-1', dead), { settings: { lease: LEASE }, receipt: (runId) => `receipt-${runId}` });
+    const redelivered: string[] = [];
+    Object.assign(h.queue, { redeliver: async (receipt: string) => void redelivered.push(receipt) });
+    void h.send('hello');
+    await eventually(async () => expect(await base.leases.lapsed(Number.MAX_SAFE_INTEGER, 10)).toEqual([expect.objectContaining({ runId: 'run-1', receipt: 'receipt-run-1' })]), 20_000);
+    expect(await base.runs.get('run-1')).toMatchObject({ status: 'queued' });
+
+    h.clock.advance(LEASE.lapseMs + 1);
+    expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0, redelivered: 1 });
+    // Not failed: the run was never started, and the next receive of its message runs it.
+    expect(redelivered).toEqual(['receipt-run-1']);
+    expect(await base.runs.get('run-1')).toMatchObject({ status: 'queued' });
+    expect(await base.leases.lapsed(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+    expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0, redelivered: 0 });
+  });
+
+  it('lets a dispatcher paused past its lease find its run failed, and write nothing over the failure', async () => {
+    const base = await stores.freshStore();
+    const paused = new Gate();
+    const h = await harness(renewalsHeld(base, 'run-1', paused), { settings: { lease: LEASE } });
+    const more = new Gate();
+    pausing(h, more);
+    await h.send('hello');
+    await eventually(async () => expect((await h.events('run-1')).length).toBe(3), 20_000);
+    h.clock.advance(LEASE.lapseMs + 1);
+    expect(await h.gateway.failLapsed()).toMatchObject({ failed: 1 });
+    const failed = await base.runs.get('run-1');
+
+    // It wakes: its renewal finds the lease ended, and what the agent says next is written nowhere.
+    paused.open();
+    more.open();
+    await h.settled();
+    expect(await base.runs.get('run-1')).toEqual(failed);
+    expect((await h.events('run-1')).map((e) => e.event.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'RUN_ERROR']);
+  });
+
+  it('takes no lease on one machine, where a restart fails a run left running', async () => {
+    const h = await harness(await stores.freshStore());
+    await h.send('hello');
+    await h.settled();
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'completed' });
+    expect(await h.store.leases.lapsed(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+  });
+});
