@@ -18,7 +18,7 @@ export interface AskWaiterProps {
 
 /**
  * The outbound gap's clock: one Standard execution per waiting run, named after the run, with
- * input `{ runId, expiresAt }`. It waits until the earliest `expiresAt`, then the expirer marks
+ * input `{ runId, expiresAt, context? }` (the run's context rides through every state). It waits until the earliest `expiresAt`, then the expirer marks
  * the run's open asks `expired`. An answer or a cancel stops the execution (StopExecution by its
  * name, so nothing has to remember a task token). The expirer answers with the input of the next
  * round: `{ runId }` when it is done, `{ runId, expiresAt }` when it was woken early and the run
@@ -48,10 +48,8 @@ export class AskWaiter extends Construct {
     });
     const expire = new tasks.LambdaInvoke(this, 'Expire the open asks', {
       lambdaFunction: this.expirer.function,
-      payload: sfn.TaskInput.fromObject({
-        runId: sfn.JsonPath.stringAt('$.runId'),
-        expiresAt: sfn.JsonPath.stringAt('$.expiresAt'),
-      }),
+      // The state whole: a path to a field that may be absent (the run's context) fails the task.
+      payload: sfn.TaskInput.fromJsonPathAt('$'),
       payloadResponseOnly: true,
       retryOnServiceExceptions: true,
     });

@@ -150,11 +150,11 @@ async function startAwsShape(): Promise<Shape> {
     release: () => fifo.release(),
   };
   const app = doorsApp({ env, clients: { dynamodb: doorsClient }, store: doorsStore, timer, queue: doorsQueue, clock, ids });
-  fifo.start(async (runId, beside) => {
+  fifo.start(async (runId, delivery) => {
     // The event source mapping receives the message, the function runs, and a success deletes it.
     counts.receives += 1;
     const startedAt = performance.now();
-    await dispatcher.dispatchRun(runId, { beside });
+    await dispatcher.dispatchRun(runId, delivery);
     dispatches.push(performance.now() - startedAt);
     counts.deletes += 1;
   });

@@ -2,7 +2,8 @@ import { Ledger } from './ledger.js';
 import type { LinkProvider, Tenant } from './model.js';
 import { agentForDispatch, Recent, RecentAgents } from './recent-agents.js';
 import { DEFAULT_LINK_SETTINGS, type CoreSettings, type LinkSettings } from './settings.js';
-import type { AskTimer, ChangeFeed, Clock, IdSource, LinkChannels, LinkedProvider, LinkKeys, LinkRoster, LinkTimer, Provider, RunStore, StreamRules, ThreadQueue, UsageMeter } from './ports.js';
+import type { AskTimer, ChangeFeed, Clock, IdSource, LinkChannels, LinkedProvider, LinkKeys, LinkRoster, LinkTimer, Provider, RunStore, StreamRules, ThreadQueue } from './ports.js';
+import { UNOBSERVED, type RunLife } from './run-life.js';
 
 /** Everything the use cases reach the world through. */
 export interface CoreDeps {
@@ -21,8 +22,11 @@ export interface CoreDeps {
   settings: CoreSettings;
   /** Definitions read moments ago, for a dispatch right after admission; absent, one is made. */
   recentAgents?: RecentAgents;
-  /** Where usage records also go as they are written (CloudWatch metrics on AWS). */
-  meter?: UsageMeter;
+  /**
+   * Who watches runs' lives (metrics, the usage meter, tracing), composed once by the runtime
+   * (`composeRunLife`); absent, nobody.
+   */
+  life?: RunLife;
   /**
    * Waits a turn of the event loop when this process's slice of work is spent (undefined: go on):
    * on one machine every run shares one thread, and a burst's events come off the socket a chunk
@@ -47,6 +51,7 @@ export interface LinkDeps {
 
 /** The ports with the record's owner over them: what every use case takes. */
 export interface Core extends CoreDeps {
+  life: RunLife;
   ledger: Ledger;
   recentAgents: RecentAgents;
   /** Tenants read moments ago (their budgets); null for a tenant the record has nothing of. */
@@ -60,7 +65,8 @@ export function coreOf(deps: CoreDeps): Core {
   const recentAgents = deps.recentAgents ?? new RecentAgents(deps.clock);
   const recentTenants = new Recent<Tenant | null>(deps.clock);
   const budgets = { store: deps.store, clock: deps.clock, defaultBudget: deps.settings.tenantBudget, recentTenants };
-  const ledger = new Ledger({ ...deps, agentOf: (agentId) => agentForDispatch({ store: deps.store, recentAgents }, agentId), budgets });
+  const life = deps.life ?? UNOBSERVED;
+  const ledger = new Ledger({ ...deps, life, agentOf: (agentId) => agentForDispatch({ store: deps.store, recentAgents }, agentId), budgets });
   const linkSettings = { ...DEFAULT_LINK_SETTINGS, ...deps.settings.link };
-  return { ...deps, ledger, recentAgents, recentTenants, linkSettings, recentProviders: new Recent(deps.clock) };
+  return { ...deps, life, ledger, recentAgents, recentTenants, linkSettings, recentProviders: new Recent(deps.clock) };
 }

@@ -3,7 +3,7 @@ import type { Core } from './deps.js';
 import { RunFailure, StoreUnavailable } from './errors.js';
 import { checkEvent, withRunIds } from './events.js';
 import type { RunLog } from './ledger.js';
-import { isTerminal, type Agent, type AgUiEventRecord, type Run } from './model.js';
+import { isTerminal, type Agent, type AgUiEventRecord, type Run, type RunContext } from './model.js';
 import { RunWatch } from './follow-run.js';
 import type { LinkCore } from './link/deps.js';
 import { handOff } from './link/offers.js';
@@ -11,12 +11,12 @@ import type { Provider } from './ports.js';
 import { deriveEnd } from './outcome.js';
 import { agentForDispatch } from './recent-agents.js';
 import { limitedRun } from './relay.js';
+import type { DispatchResult } from './run-life.js';
 import { agentInput, threadHistory } from './run-input.js';
 import { MAX_EVENT_BYTES, utf8Bytes } from './storable.js';
 import { RunTranscript } from './transcript.js';
 
-/** `handed_off`: a link run went to its providers and holds its thread-queue message (`DispatchOptions.receipt`) until it settles. */
-export type DispatchResult = 'ran' | 'handed_off' | 'skipped' | 'dispatch_lost' | 'missing' | 'queued_as_next';
+export type { DispatchResult } from './run-life.js';
 
 export interface DispatchOptions {
   /** An interjection handed over beside its thread's running run, outside the thread's order. */
@@ -30,6 +30,8 @@ export interface DispatchOptions {
   receipt?: string;
   /** When the run must have ended whatever its agent's limit (epoch ms): the dispatching function's own end. */
   deadline?: () => number | undefined;
+  /** The run's context as its thread-queue message carried it: the moments of a dispatch that finds no run name it. */
+  context?: RunContext;
 }
 
 /**
@@ -39,6 +41,19 @@ export interface DispatchOptions {
  * failed `dispatch_lost`, never run twice.
  */
 export async function dispatchRun(core: Core, runId: string, options: DispatchOptions = {}): Promise<DispatchResult> {
+  const carried = options.context ? { context: options.context } : {};
+  let result: DispatchResult;
+  try {
+    result = await dispatchOnce(core, runId, options);
+  } catch (error) {
+    core.life.dispatched?.({ runId, ...carried, error });
+    throw error;
+  }
+  core.life.dispatched?.({ runId, ...carried, result });
+  return result;
+}
+
+async function dispatchOnce(core: Core, runId: string, options: DispatchOptions): Promise<DispatchResult> {
   const beside = options.beside ?? false;
   // The common case is a queued run: it is marked running first, and read only when that fails.
   if (!beside) {
@@ -99,12 +114,13 @@ async function startDispatch(core: Core, runId: string, options: DispatchOptions
     }
   });
   let ended: Relayed = {};
-  const log = core.ledger.log(runId);
   const transcript = new RunTranscript();
   let run: Run | undefined;
+  let log: RunLog | undefined;
   try {
     run = await core.ledger.start(runId, options.receipt);
     if (!run) return undefined;
+    log = core.ledger.log(run);
     const agent = await agentForDispatch(core, run.agentId);
     const provider = agent ? core.providers[agent.provider.kind] : undefined;
     if (agent && provider && 'linked' in provider) {
@@ -119,6 +135,7 @@ async function startDispatch(core: Core, runId: string, options: DispatchOptions
   } finally {
     unsubscribe();
   }
+  if (!log) return undefined;
   const end = deriveEnd(transcript, { threadId: run.threadId, runId, cancelRequested, failure: ended.failure });
   await core.ledger.settle(run, ended.dropped ? { ...end, droppedEvents: ended.dropped } : end, log, ended.terminal);
   return 'ran';
@@ -183,9 +200,14 @@ async function relay(
   const input = agentInput(run, history, options.beside ?? false);
   const rules = core.rules.start();
   const dropped: Relayed['dropped'] = { count: 0, first: '' };
-  const ended = (relayed: Relayed): Relayed => (dropped.count > 0 ? { ...relayed, dropped } : relayed);
+  const call = core.life.providerCall?.({ run, agent });
+  const ended = (relayed: Relayed): Relayed => {
+    call?.ended?.(relayed.failure);
+    return dropped.count > 0 ? { ...relayed, dropped } : relayed;
+  };
+  const headers = call?.headers ? { headers: call.headers } : {};
   try {
-    for await (const raw of limitedRun(provider, input, { agent, signal: stop.signal, clock: core.clock, deadline: options.deadline?.() })) {
+    for await (const raw of limitedRun(provider, input, { agent, signal: stop.signal, clock: core.clock, deadline: options.deadline?.(), ...headers })) {
       const turn = core.turn?.();
       if (turn) await turn;
       const checked = checkEvent(raw);

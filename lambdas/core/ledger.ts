@@ -3,7 +3,8 @@ import { charge, type BudgetDeps } from './budgets.js';
 import { closingLog } from './log.js';
 import { threadKey, type Agent, type AgUiEventRecord, type Run, type RunLink, type StoredEvent } from './model.js';
 import { cancelledEnd, earliestExpiry, failedEnd, openAsks, type RunEnd } from './outcome.js';
-import type { AskTimer, ChangeFeed, Clock, RunStore, ThreadQueue, UsageMeter } from './ports.js';
+import type { AskTimer, ChangeFeed, Clock, RunStore, ThreadQueue } from './ports.js';
+import type { RunLife, RunRef } from './run-life.js';
 import { isoNow } from './time.js';
 import { itemBytes, MAX_ITEM_BYTES, RUN_END_ROOM_BYTES, utf8Bytes } from './storable.js';
 import { runUsage, usageRecordOf } from './usage.js';
@@ -17,7 +18,8 @@ export interface LedgerDeps {
   /** The agent of a run as a settle prices it (a definition read moments ago will do). */
   agentOf(agentId: string): Promise<Agent | undefined>;
   budgets: BudgetDeps;
-  meter?: UsageMeter;
+  /** Who watches runs' lives: told of each write here that is a moment of one. */
+  life: RunLife;
 }
 
 /** Room an end keeps for its own fields (status, times, reason, usage), beside the asks and the closing events. */
@@ -68,36 +70,43 @@ export class Ledger {
     if (!(await this.deps.store.runs.create(run))) return false;
     this.publish(run);
     await this.enqueue(run);
+    this.deps.life.queued?.(run);
     return true;
   }
 
   /** Hands an existing queued run to its thread's queue again (a restart, or an interjection that came too late). */
-  async enqueue(run: Pick<Run, 'tenant' | 'threadId' | 'runId' | 'addressedRunId'>, next = false): Promise<void> {
-    const message = { threadId: threadKey(run), runId: run.runId };
+  async enqueue(run: Pick<Run, 'tenant' | 'threadId' | 'runId' | 'addressedRunId' | 'context'>, next = false): Promise<void> {
+    const message = { threadId: threadKey(run), runId: run.runId, ...(run.context ? { context: run.context } : {}) };
     await (run.addressedRunId === undefined || next ? this.deps.queue.enqueue(message) : this.deps.queue.dispatchBeside(message));
   }
 
   /** queued → running, with the queue's delivery it holds; undefined when the run was not queued. */
   async start(runId: string, receipt?: string): Promise<Run | undefined> {
     const run = await this.deps.store.runs.transition(runId, ['queued'], { status: 'running', startedAt: isoNow(this.deps), ...(receipt !== undefined ? { receipt } : {}) });
-    if (run) this.publish(run);
+    if (run) {
+      this.publish(run);
+      this.deps.life.started?.(run);
+    }
     return run;
   }
 
   /** The writer of a run's events in this process (its holder: the dispatcher that marked it running), numbering them after `lastSeq`. */
-  log(runId: string, lastSeq = 0): RunLog {
-    return new RunLog(runId, lastSeq, this.deps.store, this.deps.feed);
+  log(run: RunRef, lastSeq = 0): RunLog {
+    return new RunLog(run, lastSeq, this.deps.store, this.deps.feed, this.deps.life);
   }
 
   /**
    * Stores events their producer numbered (seq 1, 2, … per run, in any order and any number of
    * times): a seq stored already keeps its first event. Publishes what was new.
    */
-  async append(events: StoredEvent[]): Promise<StoredEvent[]> {
+  async append(events: StoredEvent[], run?: RunRef): Promise<StoredEvent[]> {
     if (events.length === 0) return [];
     const taken = new Set(await this.deps.store.events.appendNew(events));
     const stored = taken.size === 0 ? events : events.filter((event) => !taken.has(event.seq));
-    if (stored.length > 0) this.deps.feed.publish({ kind: 'events', runId: stored[0].runId, events: stored });
+    if (stored.length > 0) {
+      this.deps.feed.publish({ kind: 'events', runId: stored[0].runId, events: stored });
+      this.deps.life.stored?.(run ?? { runId: stored[0].runId }, stored);
+    }
     return stored;
   }
 
@@ -148,7 +157,10 @@ export class Ledger {
   /** A cancel of a running run: it becomes `cancelling`, and its dispatcher (listening) asks the agent to stop. */
   async requestCancel(runId: string): Promise<Run | undefined> {
     const run = await this.deps.store.runs.transition(runId, ['running'], { status: 'cancelling', cancelRequested: true });
-    if (run) this.publish(run);
+    if (run) {
+      this.publish(run);
+      this.deps.life.cancelRequested?.(run);
+    }
     return run;
   }
 
@@ -176,7 +188,7 @@ export class Ledger {
     const reopened = await this.deps.store.runs.reopenAsks(runId, closing);
     if (!reopened) return undefined;
     const expiry = earliestExpiry(reopened.asks);
-    if (expiry !== undefined) await this.deps.timer.arm(runId, expiry, reopened.asksReopened);
+    if (expiry !== undefined) await this.deps.timer.arm(runId, expiry, reopened.asksReopened, reopened.context);
     this.publish(reopened);
     return reopened;
   }
@@ -190,12 +202,9 @@ export class Ledger {
    */
   async completeSettle(run: Run): Promise<void> {
     const record = usageRecordOf(run);
-    if (await this.deps.store.usage.put(record)) {
-      await charge(this.deps.budgets, record);
-      this.deps.meter?.record(record);
-    }
+    if (await this.deps.store.usage.put(record)) await charge(this.deps.budgets, record);
     const closing = closingLog(run);
-    await this.append(closing);
+    await this.append(closing, run);
     if (run.closingEvents) await this.deps.store.runs.forgetClosingEvents(run.runId);
   }
 
@@ -237,7 +246,7 @@ export class Ledger {
     const reported = givenClosing;
     // Closing events that do not fit on the record either are stored in the log first, as events are.
     if (closing.length > 0 && !fitsBesideInput(run, { asks: end.asks, closingEvents: closing })) {
-      await this.append(closing.map((event, i) => ({ runId: run.runId, seq: stored.events + 1 + i, event })));
+      await this.append(closing.map((event, i) => ({ runId: run.runId, seq: stored.events + 1 + i, event })), run);
       stored = { events: stored.events + closing.length, bytes: stored.bytes + closing.reduce((sum, event) => sum + utf8Bytes(JSON.stringify(event)), 0) };
       closing = [];
     }
@@ -268,6 +277,7 @@ export class Ledger {
     if (end.asks) await this.deps.store.threads.setWaitingRun(run, run.runId);
     await this.armOpenAsks(settled);
     this.publish(settled);
+    this.deps.life.settled?.(settled);
     try {
       await this.completeSettle(settled);
     } catch {
@@ -307,7 +317,7 @@ export class Ledger {
   /** The ask timer of a run with open asks that expire (armed once per run: a repeat is a no-op). */
   private async armOpenAsks(run: Run): Promise<void> {
     const expiry = earliestExpiry(run.asks);
-    if (expiry !== undefined) await this.deps.timer.arm(run.runId, expiry, run.asksReopened);
+    if (expiry !== undefined) await this.deps.timer.arm(run.runId, expiry, run.asksReopened, run.context);
   }
 
   private publish(run: Run): void {
@@ -324,6 +334,7 @@ export class Ledger {
  */
 export class RunLog {
   private seq: number;
+  private readonly runId: string;
   /** The bytes of what this writer numbered, as JSON. */
   bytes = 0;
   private pending: StoredEvent[] = [];
@@ -331,11 +342,13 @@ export class RunLog {
   private failure: unknown;
 
   constructor(
-    private readonly runId: string,
+    private readonly run: RunRef,
     lastSeq: number,
     private readonly store: RunStore,
     private readonly feed: ChangeFeed,
+    private readonly life: RunLife,
   ) {
+    this.runId = run.runId;
     this.seq = lastSeq;
   }
 
@@ -370,6 +383,7 @@ export class RunLog {
         if (batch === this.pending) this.pending = [];
         await this.store.events.append(batch);
         this.feed.publish({ kind: 'events', runId: this.runId, events: batch });
+        this.life.stored?.(this.run, batch);
       }
     } catch (error) {
       this.failure = error;

@@ -89,7 +89,15 @@ export interface Run {
   asksReopened?: number;
   /** The thread-queue delivery its dispatch holds (SQS: the message's receipt handle), let go by a repair once the run settled. */
   receipt?: string;
+  /**
+   * What the run carries from its door to its settle for those who watch its life (trace context:
+   * `traceparent`, `tracestate`): opaque to funduq, within `run-context.ts`'s limits, never changed.
+   */
+  context?: RunContext;
 }
+
+/** A run's opaque context: names to strings, as its door took them (see `Run.context`). */
+export type RunContext = Readonly<Record<string, string>>;
 
 /** What a run used, as its record keeps it from its end. */
 export interface RunUsage {

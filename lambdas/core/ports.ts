@@ -1,7 +1,6 @@
 import type { RunAgentInput } from '@ag-ui/core';
-import type { Agent, AgUiEventRecord, PushConfig, Run, StoredEvent } from './model.js';
+import type { Agent, AgUiEventRecord, PushConfig, Run, RunContext, StoredEvent } from './model.js';
 import type { LinkProof, ToProviderFrame } from '../../packages/provider/src/wire.js';
-import type { UsageRecord } from './usage.js';
 
 export type {
   AgentRegistry,
@@ -25,9 +24,14 @@ export type {
   UsageRecords,
 } from './record/port.js';
 
-/** Where usage records also go as they are written (CloudWatch metrics on AWS). */
-export interface UsageMeter {
-  record(record: UsageRecord): void;
+/**
+ * A thread-queue message: its thread's `threadKey`, its run, and the run's context, carried so a
+ * consumer has it before it reads the run (the run's record keeps it too).
+ */
+export interface ThreadMessage {
+  threadId: string;
+  runId: string;
+  context?: RunContext;
 }
 
 /**
@@ -36,12 +40,12 @@ export interface UsageMeter {
  * `threadKey`, so two tenants' threads of the same id are two FIFOs.
  */
 export interface ThreadQueue {
-  enqueue(message: { threadId: string; runId: string }): Promise<void>;
+  enqueue(message: ThreadMessage): Promise<void>;
   /**
    * Hands an interjection to a dispatcher at once, beside the thread's running run: it must not
    * wait behind the thread's message group.
    */
-  dispatchBeside(message: { threadId: string; runId: string }): Promise<void>;
+  dispatchBeside(message: ThreadMessage): Promise<void>;
   /**
    * Lets go of a settled run's message (its receipt: `RunLink.hold` of a link run handed off, or
    * `Run.receipt`, which a repair lets go when the run's dispatcher died before the queue deleted
@@ -55,9 +59,11 @@ export interface ThreadQueue {
  * A waiting run's ask timer. `round` is how many times the run's asks were opened again
  * (`Run.asksReopened`, 0 before any): a timer armed after an opening is a new one (on Step
  * Functions an execution name is used once, for 90 days), and a disarm stops the round's.
+ * `context` is the run's, carried by a timer that outlives the process (Step Functions' input)
+ * and handed back when it fires.
  */
 export interface AskTimer {
-  arm(runId: string, expiresAt: string, round?: number): Promise<void>;
+  arm(runId: string, expiresAt: string, round?: number, context?: RunContext): Promise<void>;
   disarm(runId: string, round?: number): Promise<void>;
 }
 
@@ -82,6 +88,8 @@ export interface ProviderContext {
   deadline: number;
   /** Says the agent is alive without an event (an SSE comment, any bytes): the idle clock starts again. */
   heartbeat(): void;
+  /** Headers the run's observers give this call (`RunLife.providerCall`): a provider that speaks HTTP sends them. */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /**

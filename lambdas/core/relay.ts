@@ -10,6 +10,8 @@ export interface LimitedRunContext {
   clock: Clock;
   /** When the run must have ended whatever its agent's limit (epoch ms): the runtime's own end, e.g. a Lambda's. */
   deadline?: number;
+  /** What the run's observers add to the call (`ProviderContext.headers`). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -52,7 +54,7 @@ export async function* limitedRun(provider: Provider, input: RunAgentInput, cont
   const heartbeat = () => {
     if (waiting) armIdle();
   };
-  const iterator = provider.run(input, { agent, signal: stop.signal, deadline: startedAt + runMs, heartbeat })[Symbol.asyncIterator]();
+  const iterator = provider.run(input, { agent, signal: stop.signal, deadline: startedAt + runMs, heartbeat, ...(context.headers ? { headers: context.headers } : {}) })[Symbol.asyncIterator]();
   let done = false;
   try {
     for (;;) {

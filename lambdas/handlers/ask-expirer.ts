@@ -1,9 +1,8 @@
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
 import { waitTimestamp, type AskWaiterInput } from '../adapters/aws/step-functions-ask-timer.js';
 import type { AskTimer } from '../core/ports.js';
-import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+import { logger, publishMetrics } from '../runtimes/powertools.js';
 import { awsClients, createWiring, type WiringOptions } from '../runtimes/aws.js';
 
 /**
@@ -36,17 +35,18 @@ export function createAskExpirer(options: Omit<WiringOptions, 'timer'>) {
   return async (input: AskWaiterInput, context?: Context): Promise<AskWaiterInput> => {
     if (context) logger.addContext(context);
     const { runId } = input;
+    // The run's context goes on to the execution's next round, as it came.
+    const carried = input.context ? { context: input.context } : {};
     try {
       timer.take(runId);
       await gateway.expireAsks(runId);
       const again = timer.take(runId);
       if (again !== undefined) {
         logger.info('woken before the asks expire; waiting again', { runId, expiresAt: again });
-        return { runId, expiresAt: waitTimestamp(again) };
+        return { runId, expiresAt: waitTimestamp(again), ...carried };
       }
       logger.info('asks expired', { runId });
-      metrics.addMetric('AskExpiries', MetricUnit.Count, 1);
-      return { runId };
+      return { runId, ...carried };
     } finally {
       publishMetrics();
     }

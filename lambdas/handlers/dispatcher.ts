@@ -1,4 +1,3 @@
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
@@ -10,7 +9,7 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { systemClock } from '../adapters/system-clock.js';
 import { awsClients, createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
 import { awsLink } from '../runtimes/link/aws.js';
-import { eachMessage, logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+import { eachMessage, logger, publishMetrics } from '../runtimes/powertools.js';
 import { createProviders } from '../runtimes/providers.js';
 
 /** Kept back from the Lambda deadline for settling a run: its closing events and its end. */
@@ -34,33 +33,26 @@ export function createDispatcher(options: Omit<WiringOptions, 'providers'>) {
     logger.addContext(context);
     deadline = Date.now() + context.getRemainingTimeInMillis() - SETTLE_MARGIN_MS;
     if ('funduqDispatchBeside' in event) {
-      const { runId } = besideDispatchSchema.parse(event).funduqDispatchBeside;
-      const result = await gateway.dispatchRun(runId, { ...dispatch, beside: true });
+      const { runId, context: carried } = besideDispatchSchema.parse(event).funduqDispatchBeside;
+      const result = await gateway.dispatchRun(runId, { ...dispatch, beside: true, ...(carried ? { context: carried } : {}) });
       logger.info('interjection dispatched', { runId, result });
       publishMetrics();
       return undefined;
     }
-    return eachMessage(
-      event.Records,
-      'dispatch failed; the message returns to the queue',
-      async (record) => {
-        const { threadId, runId } = parseThreadMessage(record.body);
-        logger.appendKeys({ threadId, runId });
-        try {
-          const result = await gateway.dispatchRun(runId, { ...dispatch, receipt: record.receiptHandle });
-          logger.info('run dispatched', { result, receiveCount: record.attributes.ApproximateReceiveCount });
-          const metric = metrics.singleMetric();
-          metric.addDimension('result', result);
-          metric.addMetric('Dispatches', MetricUnit.Count, 1);
-          // A link run handed off holds its message: kept in flight (its thread waits) and reported
-          // back, so Lambda does not delete it; the run's settle does. Gone already: its run settled.
-          if (result === 'handed_off' && queue instanceof SqsThreadQueue && (await queue.hold(record.receiptHandle))) return 'kept';
-        } finally {
-          logger.removeKeys(['threadId', 'runId']);
-        }
-      },
-      () => metrics.addMetric('DispatchFailures', MetricUnit.Count, 1),
-    );
+    // Each dispatch is counted by the runs' metrics (an observer of runs' lives), failures too.
+    return eachMessage(event.Records, 'dispatch failed; the message returns to the queue', async (record) => {
+      const { threadId, runId, context: carried } = parseThreadMessage(record.body);
+      logger.appendKeys({ threadId, runId });
+      try {
+        const result = await gateway.dispatchRun(runId, { ...dispatch, receipt: record.receiptHandle, ...(carried ? { context: carried } : {}) });
+        logger.info('run dispatched', { result, receiveCount: record.attributes.ApproximateReceiveCount });
+        // A link run handed off holds its message: kept in flight (its thread waits) and reported
+        // back, so Lambda does not delete it; the run's settle does. Gone already: its run settled.
+        if (result === 'handed_off' && queue instanceof SqsThreadQueue && (await queue.hold(record.receiptHandle))) return 'kept';
+      } finally {
+        logger.removeKeys(['threadId', 'runId']);
+      }
+    });
   };
 }
 

@@ -10,7 +10,8 @@ import { recordProjections } from '../core/a2a/task-state.js';
 import { createGateway, type Gateway } from '../core/gateway.js';
 import type { LinkDeps } from '../core/deps.js';
 import { ANONYMOUS, type Principal } from '../core/model.js';
-import type { AskTimer, Clock, IdSource, LinkedProvider, Provider, ThreadQueue, UsageMeter } from '../core/ports.js';
+import type { AskTimer, Clock, IdSource, LinkedProvider, Provider, ThreadQueue } from '../core/ports.js';
+import { composeRunLife, type RunLife } from '../core/run-life.js';
 import type { PrincipalResolver } from '../doors/principal.js';
 import { createDynamoStore, type DynamoStore } from '../adapters/aws/dynamodb/store/store.js';
 import type { TableNames } from '../adapters/aws/dynamodb/tables.js';
@@ -24,10 +25,11 @@ import { systemClock } from '../adapters/system-clock.js';
 import { stockClientRules } from '../adapters/agui/stock-client-rules.js';
 import type { ProviderRuntime } from '../providers/definition.js';
 import { ENV } from './environment.js';
-import { logger } from './powertools.js';
+import { logger, metrics } from './powertools.js';
 import { PUSH_SENDER_SETTINGS } from './push-delivery.js';
 import { secretPushKeys } from './push-keys.js';
 import { defaultBudget, DEPLOY_SETTINGS, GATEWAY_SETTINGS, linkSettings, readSettings } from './settings.js';
+import { runMetrics } from './run-metrics.js';
 import { usageMetrics } from './usage-metrics.js';
 
 export type Environment = Record<string, string | undefined>;
@@ -73,8 +75,11 @@ export interface WiringOptions {
   queue?: ThreadQueue;
   /** The record, made by the caller to count its requests (the bench's cost model). */
   store?: DynamoStore;
-  /** Where usage records go as metrics; by default CloudWatch, through Powertools' embedded metric format. */
-  meter?: UsageMeter;
+  /**
+   * Who watches runs' lives; by default the usage meter and the runs' metrics, on CloudWatch
+   * through Powertools' embedded metric format (`defaultObservers`).
+   */
+  observers?: readonly RunLife[];
   /** The providers runs are dispatched to: only the dispatcher dispatches. */
   providers?: (runtime: ProviderRuntime) => Readonly<Record<string, Provider | LinkedProvider>>;
   /** Over `PUSH_SENDER_SETTINGS`: tests allow their loopback receiver. */
@@ -132,11 +137,18 @@ export function createWiring(options: WiringOptions, ports: AwsPorts = {}): { ga
         tenantBudget: defaultBudget(settings),
         link: linkSettings(settings),
       },
-      meter: options.meter ?? usageMetrics(),
+      life: composeRunLife(options.observers ?? defaultObservers(), (error, moment) =>
+        logger.error('an observer of runs failed; the run goes on', { error: error as Error, moment }),
+      ),
     },
     { a2a: { push: push.sender } },
   );
   return { gateway, queue, ...(push.keys ? { pushKeys: push.keys } : {}) };
+}
+
+/** The observers of runs' lives on AWS: the usage meter and the runs' metrics. */
+export function defaultObservers(): RunLife[] {
+  return [usageMetrics(), runMetrics(metrics)];
 }
 
 /**

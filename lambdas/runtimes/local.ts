@@ -197,7 +197,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
     throw error;
   });
   link.start(server as Server, gateway);
-  queue.start((runId, beside) => gateway.dispatchRun(runId, { beside }));
+  queue.start((runId, delivery) => gateway.dispatchRun(runId, delivery));
   timer.start((runId) => gateway.expireAsks(runId));
 
   const { port } = server.address() as AddressInfo;

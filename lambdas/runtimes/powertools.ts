@@ -21,7 +21,6 @@ export async function eachMessage(
   records: SQSRecord[],
   failed: string,
   handle: (record: SQSRecord) => Promise<'kept' | void>,
-  onFailure: () => void = () => {},
 ): Promise<SQSBatchResponse> {
   const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
   try {
@@ -30,7 +29,6 @@ export async function eachMessage(
         if ((await handle(record)) === 'kept') batchItemFailures.push({ itemIdentifier: record.messageId });
       } catch (error) {
         logger.error(failed, { error: error as Error, messageId: record.messageId });
-        onFailure();
         batchItemFailures.push({ itemIdentifier: record.messageId });
       }
     }

@@ -1,16 +1,19 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { UsageMeter } from '../core/ports.js';
+import type { RunLife } from '../core/run-life.js';
+import { usageRecordOf } from '../core/usage.js';
 
 /**
- * Usage records as CloudWatch metrics (Powertools' embedded metric format: a log line, no API
- * call) with the tenant and the agent as their only dimensions: Powertools' own `service`
- * dimension is cleared, so the metrics of one tenant and agent are one series whatever function
- * wrote them. One set per record, written when the record is (a repeated settle writes neither).
+ * The usage meter, an observer of runs' lives: each settled run's usage record as CloudWatch
+ * metrics (Powertools' embedded metric format: a log line, no API call) with the tenant and the
+ * agent as their only dimensions: Powertools' own `service` dimension is cleared, so the metrics
+ * of one tenant and agent are one series whatever function wrote them. One set per run, written
+ * when its end is (a run settles once; a repair that completes a settle writes none).
  */
-export function usageMetrics(metrics = new Metrics({ namespace: 'funduq' })): UsageMeter {
+export function usageMetrics(metrics = new Metrics({ namespace: 'funduq' })): RunLife {
   metrics.clearDefaultDimensions();
   return {
-    record(record) {
+    settled(run) {
+      const record = usageRecordOf(run);
       metrics.addDimensions({ tenant: record.tenant, agent: record.agentId });
       metrics.addMetric('Runs', MetricUnit.Count, 1);
       metrics.addMetric('RunningTime', MetricUnit.Milliseconds, record.runningMs);

@@ -137,7 +137,7 @@ export async function harness(
     settings: { threadQueueLimit: options.threadQueueLimit ?? 8, ...options.settings },
     ...(options.link ? { link: options.link(clock) } : {}),
   });
-  queue.start((runId, beside) => gateway.dispatchRun(runId, { beside, ...(options.receipt ? { receipt: options.receipt(runId) } : {}) }));
+  queue.start((runId, delivery) => gateway.dispatchRun(runId, { ...delivery, ...(options.receipt ? { receipt: options.receipt(runId) } : {}) }));
   await store.agents.put(TEST_AGENT);
   const threadId = options.threadId ?? 'thread-1';
   let runs = 0;

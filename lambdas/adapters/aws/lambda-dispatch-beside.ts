@@ -1,5 +1,5 @@
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
-import type { BesideDispatch, ThreadMessage } from './sqs-thread-queue.js';
+import { bodyOf, type BesideDispatch, type ThreadMessage } from './sqs-thread-queue.js';
 
 /**
  * An interjection handed to the dispatcher function by an asynchronous invoke, beside its
@@ -8,7 +8,7 @@ import type { BesideDispatch, ThreadMessage } from './sqs-thread-queue.js';
  */
 export function lambdaDispatchBeside(options: { client: LambdaClient; functionName: string }): (message: ThreadMessage) => Promise<void> {
   return async (message) => {
-    const payload: BesideDispatch = { funduqDispatchBeside: { threadId: message.threadId, runId: message.runId } };
+    const payload: BesideDispatch = { funduqDispatchBeside: bodyOf(message) };
     await options.client.send(
       new InvokeCommand({
         FunctionName: options.functionName,

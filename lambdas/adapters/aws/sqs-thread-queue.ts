@@ -3,8 +3,8 @@ import { ChangeMessageVisibilityCommand, DeleteMessageCommand, SendMessageComman
 import { z } from 'zod';
 import type { ThreadQueue } from '../../core/ports.js';
 
-/** The body of a thread-queue message: the run to dispatch (the record holds the rest). */
-export const threadMessageSchema = z.object({ threadId: z.string().min(1), runId: z.string().min(1) });
+/** The body of a thread-queue message: the run to dispatch and its context (the record holds the rest). */
+export const threadMessageSchema = z.object({ threadId: z.string().min(1), runId: z.string().min(1), context: z.record(z.string()).optional() });
 export type ThreadMessage = z.infer<typeof threadMessageSchema>;
 
 /** Reads a message body the queue delivered; throws on anything this adapter did not write. */
@@ -15,6 +15,11 @@ export function parseThreadMessage(body: string): ThreadMessage {
 /** The payload of the dispatcher's asynchronous invocation for an interjection. */
 export const besideDispatchSchema = z.object({ funduqDispatchBeside: threadMessageSchema });
 export type BesideDispatch = z.infer<typeof besideDispatchSchema>;
+
+/** A message as its body carries it: what the port names, nothing else a caller's object may hold. */
+export function bodyOf(message: ThreadMessage): ThreadMessage {
+  return { threadId: message.threadId, runId: message.runId, ...(message.context ? { context: message.context } : {}) };
+}
 
 /**
  * How long a link run keeps its message in flight (ChangeMessageVisibility): SQS allows 12 hours
@@ -70,7 +75,7 @@ export class SqsThreadQueue implements ThreadQueue {
     await this.options.client.send(
       new SendMessageCommand({
         QueueUrl: this.options.queueUrl,
-        MessageBody: JSON.stringify({ threadId: message.threadId, runId: message.runId }),
+        MessageBody: JSON.stringify(bodyOf(message)),
         MessageGroupId: sqsId(message.threadId),
         MessageDeduplicationId: sqsId(message.runId),
       }),

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { StartExecutionCommand, StopExecutionCommand, type SFNClient } from '@aws-sdk/client-sfn';
+import type { RunContext } from '../../core/model.js';
 import type { AskTimer } from '../../core/ports.js';
 
 /** What the ask waiter's execution starts with, and what its expirer answers for the next round. */
@@ -7,6 +8,8 @@ export interface AskWaiterInput {
   runId: string;
   /** Absent: nothing left to wait for, the execution ends. */
   expiresAt?: string;
+  /** The run's context, carried through the wait to the expirer and on to its next round. */
+  context?: RunContext;
 }
 
 /**
@@ -18,8 +21,8 @@ export interface AskWaiterInput {
 export class StepFunctionsAskTimer implements AskTimer {
   constructor(private readonly options: { client: SFNClient; stateMachineArn: string }) {}
 
-  async arm(runId: string, expiresAt: string, round = 0): Promise<void> {
-    const input: AskWaiterInput = { runId, expiresAt: waitTimestamp(expiresAt) };
+  async arm(runId: string, expiresAt: string, round = 0, context?: RunContext): Promise<void> {
+    const input: AskWaiterInput = { runId, expiresAt: waitTimestamp(expiresAt), ...(context ? { context } : {}) };
     try {
       await this.options.client.send(
         new StartExecutionCommand({

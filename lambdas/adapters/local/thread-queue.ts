@@ -1,7 +1,8 @@
-import type { ThreadQueue } from '../../core/ports.js';
+import type { RunContext } from '../../core/model.js';
+import type { ThreadMessage, ThreadQueue } from '../../core/ports.js';
 
-/** `beside` is true for an interjection handed over outside its thread's order. */
-type Consumer = (runId: string, beside: boolean) => Promise<unknown>;
+/** `beside` is true for an interjection handed over outside its thread's order; `context` is what the message carried. */
+type Consumer = (runId: string, delivery: { beside: boolean; context?: RunContext }) => Promise<unknown>;
 
 /**
  * The inbound gap on one machine: a FIFO per thread, like an SQS FIFO message group. A thread's
@@ -10,7 +11,7 @@ type Consumer = (runId: string, beside: boolean) => Promise<unknown>;
  */
 export class InProcessThreadQueue implements ThreadQueue {
   private readonly tails = new Map<string, Promise<void>>();
-  private readonly waiting: { threadId: string; runId: string }[] = [];
+  private readonly waiting: ThreadMessage[] = [];
   private readonly beside = new Set<Promise<void>>();
   private consumer: Consumer | undefined;
   /** Hand-offs in progress from the threads' queues, and those waiting for one to end. */
@@ -34,15 +35,15 @@ export class InProcessThreadQueue implements ThreadQueue {
     for (const message of this.waiting.splice(0)) this.deliver(message);
   }
 
-  async enqueue(message: { threadId: string; runId: string }): Promise<void> {
+  async enqueue(message: ThreadMessage): Promise<void> {
     if (this.consumer) this.deliver(message);
     else this.waiting.push(message);
   }
 
-  async dispatchBeside({ runId }: { threadId: string; runId: string }): Promise<void> {
+  async dispatchBeside({ runId, context }: ThreadMessage): Promise<void> {
     const consume = this.consumer;
     if (!consume) throw new Error('the thread queue is not started');
-    const handed = consume(runId, true).then(
+    const handed = consume(runId, { beside: true, ...(context ? { context } : {}) }).then(
       () => undefined,
       (error: unknown) => this.onError(error, runId),
     );
@@ -58,13 +59,13 @@ export class InProcessThreadQueue implements ThreadQueue {
     while (this.tails.size > 0 || this.beside.size > 0) await Promise.all([...this.tails.values(), ...this.beside]);
   }
 
-  private deliver({ threadId, runId }: { threadId: string; runId: string }): void {
+  private deliver({ threadId, runId, context }: ThreadMessage): void {
     const consume = this.consumer!;
     const previous = this.tails.get(threadId) ?? Promise.resolve();
     const next = previous.then(async () => {
       await this.turn();
       try {
-        await consume(runId, false);
+        await consume(runId, { beside: false, ...(context ? { context } : {}) });
       } catch (error) {
         this.onError(error, runId);
       } finally {

@@ -1,0 +1,25 @@
+import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import type { RunLife } from '../core/run-life.js';
+
+/**
+ * The runs' operational metrics on AWS, an observer of their lives, into the function's own
+ * Powertools metrics (published at the end of each invocation): `Dispatches` by `result` for each
+ * thread-queue message dispatched, `DispatchFailures` for one whose dispatch threw (the message
+ * comes again), `AskExpiries` for each waiting run whose asks expired.
+ */
+export function runMetrics(metrics: Metrics): RunLife {
+  return {
+    dispatched(dispatch) {
+      if (dispatch.result === undefined) {
+        metrics.addMetric('DispatchFailures', MetricUnit.Count, 1);
+        return;
+      }
+      const metric = metrics.singleMetric();
+      metric.addDimension('result', dispatch.result);
+      metric.addMetric('Dispatches', MetricUnit.Count, 1);
+    },
+    expired() {
+      metrics.addMetric('AskExpiries', MetricUnit.Count, 1);
+    },
+  };
+}
