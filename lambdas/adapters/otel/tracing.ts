@@ -13,7 +13,7 @@ import {
   type Sampler,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
-import { SCHEMA_URL, SCOPE } from './conventions.js';
+import { SCHEMA_URL, SCOPE } from '../../core/traces.js';
 
 /** The standard `OTEL_TRACES_SAMPLER` values. */
 export type SamplerName = 'always_on' | 'always_off' | 'traceidratio' | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';

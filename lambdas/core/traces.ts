@@ -1,5 +1,7 @@
 /**
- * Every span, attribute and event name funduq's traces use, in one place. The GenAI conventions
+ * Every span, attribute and event name funduq's traces use, in one place: the doors' spans and the
+ * run observer's (`adapters/otel/`) both take them from here, so the core holds them as it holds
+ * the other words of the protocols (names only: nothing here traces). The GenAI conventions
  * (and A2A's, which OpenTelemetry has not written yet) are all "Development": names may change
  * between versions of the conventions, so they are copied here, as OpenTelemetry asks of
  * instrumentations (the `incubating` entry of @opentelemetry/semantic-conventions is not for
@@ -18,6 +20,10 @@ export const SPAN = {
   queueWait: 'funduq.queue.wait',
   /** One call to the run's provider (GenAI agent spans: `invoke_agent {gen_ai.agent.name}`). */
   invokeAgent: (agent: string) => `invoke_agent ${agent}`,
+  /** A run's asks expired unanswered (the run itself ended long before, maybe elsewhere). */
+  askExpiry: 'funduq.ask.expiry',
+  /** A submission refused before any run was recorded (a full queue, a tenant's limit or budget). */
+  refused: 'funduq.run.refused',
 } as const;
 
 /** The A2A methods as the A2A specification names them (1.0): each is the name of its span. */
@@ -28,7 +34,6 @@ export const A2A_METHOD = {
   listTasks: 'ListTasks',
   cancelTask: 'CancelTask',
   resubscribe: 'SubscribeToTask',
-  getAgentCard: 'GetAgentCard',
   getAuthenticatedExtendedAgentCard: 'GetExtendedAgentCard',
   createTaskPushNotificationConfig: 'CreateTaskPushNotificationConfig',
   getTaskPushNotificationConfig: 'GetTaskPushNotificationConfig',
@@ -75,6 +80,9 @@ export const ATTR = {
   code: 'funduq.code',
   askIds: 'funduq.ask.ids',
   answeredBy: 'funduq.ask.answered_by',
+  askExpiresAt: 'funduq.ask.expires_at',
+  /** Every model the usage record names (gen_ai.response.model holds one). */
+  models: 'funduq.usage.models',
   observed: 'funduq.observed',
 } as const;
 
@@ -92,8 +100,6 @@ export const EVENT = {
   toolCall: 'funduq.tool_call',
   /** A cancel of the running run was recorded. */
   cancelRequested: 'funduq.run.cancel_requested',
-  /** A submission the gateway refused (a full queue, a tenant's limit or budget), with its code. */
-  refused: 'funduq.run.refused',
 } as const;
 
 /** W3C Trace Context's headers (https://www.w3.org/TR/trace-context/). */
