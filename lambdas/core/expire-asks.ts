@@ -12,7 +12,7 @@ export async function expireAsks(core: Core, runId: string): Promise<void> {
   const due = earliestExpiry(run?.asks);
   if (!run || due === undefined) return;
   if (Date.parse(due) > core.clock.now()) {
-    await core.timer.arm(runId, due, run.asksReopened);
+    await core.timer.arm(runId, due, run.asksReopened, run.context);
     return;
   }
   await expireOpenAsks(core, run);
@@ -22,5 +22,6 @@ export async function expireOpenAsks(core: Core, run: Run): Promise<void> {
   const closing: AskClosing = {};
   for (const ask of Object.values(run.asks ?? {})) if (ask.state === 'open') closing[ask.id] = { state: 'expired' };
   if (Object.keys(closing).length === 0) return;
-  await core.ledger.closeAsks(run.runId, closing);
+  const closed = await core.ledger.closeAsks(run.runId, closing);
+  if (closed) core.life.expired?.(closed, Object.keys(closing));
 }

@@ -69,8 +69,9 @@ export class Ledger {
   async queue(run: Run): Promise<boolean> {
     if (!(await this.deps.store.runs.create(run))) return false;
     this.publish(run);
-    await this.enqueue(run);
+    // Told before the message goes: a dispatcher may take it at once, and the wait is from here.
     this.deps.life.queued?.(run);
+    await this.enqueue(run);
     return true;
   }
 

@@ -17,7 +17,7 @@ export interface Recovery {
 const BATCH = 50;
 
 /** What re-queueing a run needs of it, kept for every queued run while the rest of each page is let go. */
-type Queued = Pick<Run, 'tenant' | 'threadId' | 'runId' | 'addressedRunId' | 'tenantPlace' | 'createdAt' | 'arrival'>;
+type Queued = Pick<Run, 'tenant' | 'threadId' | 'runId' | 'addressedRunId' | 'tenantPlace' | 'createdAt' | 'arrival' | 'context'>;
 
 /**
  * Start-up on one machine: runs left running by a process that died are failed
@@ -45,8 +45,8 @@ export async function recover(core: Core): Promise<Recovery> {
 
   const queued: Queued[] = [];
   for await (const runs of pages(store, 'queued')) {
-    for (const { tenant, threadId, runId, addressedRunId, tenantPlace, createdAt, arrival } of runs) {
-      queued.push({ tenant, threadId, runId, addressedRunId, tenantPlace, createdAt, arrival });
+    for (const { tenant, threadId, runId, addressedRunId, tenantPlace, createdAt, arrival, context } of runs) {
+      queued.push({ tenant, threadId, runId, addressedRunId, tenantPlace, createdAt, arrival, context });
     }
   }
   queued.sort(byArrival);
@@ -73,7 +73,7 @@ export async function recover(core: Core): Promise<Recovery> {
         if (run.status !== 'completed') continue;
         const expiry = earliestExpiry(run.asks);
         if (expiry === undefined) continue;
-        await core.timer.arm(run.runId, expiry, run.asksReopened);
+        await core.timer.arm(run.runId, expiry, run.asksReopened, run.context);
         rearmed += 1;
       }
     }

@@ -18,7 +18,11 @@ export interface RefusedSubmission {
   context?: RunContext;
 }
 
-/** One call to a provider for a run (a stream from an `agui-http` agent, a `lambda` invoke, an offer over a link). */
+/**
+ * One call to a provider for a run: a stream from an `agui-http` agent, a `lambda` invoke, or an
+ * offer over a link (which ends once its frame is sent: the run's events and its end come as
+ * `stored` and `settled`, perhaps in another function).
+ */
 export interface ProviderCall {
   run: Run;
   agent: Agent;
@@ -67,7 +71,10 @@ export interface RunLife {
   settled?(run: Run): void;
   /** A cancel of a running run was recorded: its dispatcher or its provider is asked to stop. */
   cancelRequested?(run: Run): void;
-  /** Asks of a waiting run were answered by a run that resumes it. */
+  /**
+   * Asks of a waiting run were closed for the run that answers them (`answer.runId`), which is
+   * recorded and queued next (should that fail, the asks open again).
+   */
   answered?(waiting: Run, answer: { runId: string; askIds: string[] }): void;
   /** Asks of a waiting run expired, unanswered. */
   expired?(run: Run, askIds: string[]): void;

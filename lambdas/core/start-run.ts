@@ -4,7 +4,8 @@ import type { Core } from './deps.js';
 import { ok, refuse, StoreUnavailable, type Result } from './errors.js';
 import { expireOpenAsks } from './expire-asks.js';
 import { addressedRunIdOf } from './interjection.js';
-import { callerIdProblem, threadKey, type Agent, type Ask, type DoorName, type Principal, type Run, type Thread } from './model.js';
+import { callerIdProblem, threadKey, type Agent, type Ask, type DoorName, type Principal, type Run, type RunContext, type Thread } from './model.js';
+import { runContextProblem } from './run-context.js';
 import { itemBytes, MAX_ITEM_BYTES, RUN_END_ROOM_BYTES, storableProblem } from './storable.js';
 import { openAsks } from './outcome.js';
 import { callerInput, sameInput } from './run-input.js';
@@ -17,6 +18,8 @@ export interface StartRunRequest {
   input: RunAgentInput;
   door: DoorName;
   principal: Principal;
+  /** What the run carries from its door to its settle (`Run.context`), within `run-context.ts`'s limits. */
+  context?: RunContext;
 }
 
 export interface StartedRun {
@@ -50,6 +53,26 @@ export type Landing =
  * classifies it and starts it. The thread is the tenant's: a thread id is unique within a tenant.
  */
 export async function startRun(core: Core, request: StartRunRequest): Promise<Result<StartedRun>> {
+  return reportRefusal(core, request, await startAgUiRun(core, request));
+}
+
+/** Tells the run's observers of a refused submission (nothing of it is recorded); the result as it was. */
+export function reportRefusal<T>(core: Core, request: Pick<StartRunRequest, 'agentId' | 'door' | 'principal' | 'context'> & { threadId?: string; runId?: string }, result: Result<T>): Result<T> {
+  if (result.ok) return result;
+  core.life.refused?.({
+    code: result.code,
+    message: result.message,
+    agentId: request.agentId,
+    tenant: request.principal.tenant,
+    door: request.door,
+    ...(request.threadId !== undefined ? { threadId: request.threadId } : {}),
+    ...(request.runId !== undefined ? { runId: request.runId } : {}),
+    ...(request.context ? { context: request.context } : {}),
+  });
+  return result;
+}
+
+async function startAgUiRun(core: Core, request: StartRunRequest): Promise<Result<StartedRun>> {
   const { store } = core;
   const input = callerInput(request.input);
   const badId = callerIdProblem('threadId', input.threadId) ?? callerIdProblem('runId', input.runId);
@@ -172,7 +195,7 @@ export function refuseExpired(asks: readonly Ask[], task?: string) {
  */
 export async function startLanded(core: Core, request: StartRunRequest, place: Place, landing: Landing): Promise<Result<StartedRun>> {
   // Nothing is written before the run is known to be storable whole.
-  const problem = storableProblem(request.input, 'RunAgentInput');
+  const problem = storableProblem(request.input, 'RunAgentInput') ?? (request.context !== undefined ? runContextProblem(request.context) : undefined);
   if (problem) return refuse('invalid_input', problem);
   const bytes = runItemBytes(draftRun(core, request, 0, lineageOf(request.input, landing)));
   if (bytes > MAX_RUN_BYTES) {
@@ -257,6 +280,7 @@ function draftRun(core: Core, request: StartRunRequest & { tenantPlace?: boolean
   if (lineage.parentRunId !== undefined) run.parentRunId = lineage.parentRunId;
   if (lineage.addressedRunId !== undefined) run.addressedRunId = lineage.addressedRunId;
   if (request.tenantPlace) run.tenantPlace = true;
+  if (request.context) run.context = request.context;
   return run;
 }
 
@@ -289,6 +313,7 @@ async function land(core: Core, request: AdmittedRequest, place: Place, landing:
           const closed = await core.ledger.closeAsks(landing.waiting.runId, landing.closing);
           if (!closed) return refuseAnswer(core, landing.waiting);
           undo.push(() => core.ledger.reopenAsks(landing.waiting.runId, landing.closing));
+          core.life.answered?.(closed, { runId: input.runId, askIds: Object.keys(landing.closing) });
         }
         const arrival = await core.store.threads.reserveArrival(landing.waiting, input.runId, undefined);
         undo.push(() => core.store.threads.releasePlace(landing.waiting, input.runId));

@@ -15,12 +15,26 @@ export interface DoorTracer {
   inject(context: TraceContext): Record<string, string>;
 }
 
-/** Each request's span context, for what it calls (the A2A methods): keyed by the request itself, the same object for a sub-app. */
-const requestContexts = new WeakMap<Request, TraceContext>();
+/**
+ * Each request's span context and its W3C headers, for what it calls (the A2A methods) and the
+ * runs it starts: keyed by the request itself, the same object in a sub-app and behind the AWS
+ * doors' outer app.
+ */
+const requestContexts = new WeakMap<Request, { context: TraceContext; headers: Record<string, string> }>();
 
 /** The trace context of the request `c` answers: its server span's, or undefined when it is not traced. */
 export function requestTraceContext(c: Context): TraceContext | undefined {
-  return requestContexts.get(c.req.raw);
+  return requestContexts.get(c.req.raw)?.context;
+}
+
+/**
+ * The trace headers a run started by this request carries (`Run.context`): its server span's when
+ * traced, so the run's spans are children of the request that made it even when the caller sent
+ * no `traceparent`; the caller's own otherwise (carried on for whoever traces further on).
+ */
+export function runHeaders(c: Context): (name: string) => string | undefined {
+  const headers = requestContexts.get(c.req.raw)?.headers;
+  return (name) => headers?.[name] ?? c.req.header(name);
 }
 
 /**
@@ -47,7 +61,8 @@ export function requestSpans(tracing: DoorTracer): MiddlewareHandler {
       parent,
     );
     const context = trace.setSpan(parent, span);
-    requestContexts.set(c.req.raw, context);
+    const headers = tracing.inject(context);
+    requestContexts.set(c.req.raw, { context, headers });
     try {
       await next();
     } catch (error) {
@@ -62,7 +77,7 @@ export function requestSpans(tracing: DoorTracer): MiddlewareHandler {
     const status = c.res.status;
     const body = c.res.body;
     c.res = new Response(body ? endingWith(body, () => end(span, c, status)) : null, c.res);
-    c.res.headers.set(TRACEPARENT, tracing.inject(context)[TRACEPARENT] ?? '');
+    if (headers[TRACEPARENT]) c.res.headers.set(TRACEPARENT, headers[TRACEPARENT]);
     if (!body) end(span, c, status);
   };
 }

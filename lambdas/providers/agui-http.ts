@@ -66,7 +66,7 @@ export class AgUiHttpProvider implements Provider {
     this.fetch = options.fetch ?? globalThis.fetch;
   }
 
-  async *run(input: RunAgentInput, { agent, signal, heartbeat }: ProviderContext): AsyncIterable<unknown> {
+  async *run(input: RunAgentInput, { agent, signal, heartbeat, headers }: ProviderContext): AsyncIterable<unknown> {
     const endpoint = readEndpoint(agent);
     if (signal.aborted) return;
 
@@ -76,7 +76,7 @@ export class AgUiHttpProvider implements Provider {
       const response = await watch.waitFor(
         this.fetch(endpoint, {
           method: 'POST',
-          headers: requestHeaders(agent),
+          headers: requestHeaders(agent, headers),
           body: JSON.stringify(input),
           signal: watch.signal,
         }),
@@ -176,7 +176,11 @@ class RequestWatch {
   }
 }
 
-function requestHeaders(agent: Agent): Headers {
+/**
+ * The agent's headers, then the call's (what the run's observers add: trace context) under names
+ * the agent's definition does not set, so its credentials are never replaced.
+ */
+function requestHeaders(agent: Agent, call: Readonly<Record<string, string>> = {}): Headers {
   let headers: Headers;
   try {
     const given = (agent.provider.headers ?? {}) as Record<string, string>;
@@ -186,6 +190,9 @@ function requestHeaders(agent: Agent): Headers {
   } catch {
     // Not quoted: the platform's message would name the offending value, a secret.
     throw new RunFailure('provider_not_configured', `agent ${agent.id} has a header that HTTP does not allow`);
+  }
+  for (const [name, value] of Object.entries(call)) {
+    if (!headers.has(name) && !CONNECTION_HEADERS.has(name.toLowerCase())) headers.set(name, value);
   }
   // The protocol's own headers win over the agent's: funduq speaks AG-UI over SSE, nothing else.
   headers.set('accept', 'text/event-stream');

@@ -6,6 +6,7 @@ import { recordProjections } from '../core/a2a/task-state.js';
 import { createGateway, type Gateway } from '../core/gateway.js';
 import type { Budget } from '../core/model.js';
 import type { Clock, IdSource, RunStore } from '../core/ports.js';
+import { composeRunLife, type RunLife } from '../core/run-life.js';
 import { apiKeyResolver, type ApiKeys } from '../doors/api-keys.js';
 import { createApp } from '../doors/app.js';
 import { openMode } from '../doors/principal.js';
@@ -87,6 +88,8 @@ export interface LocalSettings {
   onStoreLost?: (error: Error) => void;
   clock?: Clock;
   ids?: IdSource;
+  /** Who watches runs' lives (tests, tracing); none by default: one machine writes no metrics. */
+  observers?: readonly RunLife[];
   log?: (line: string) => void;
 }
 
@@ -147,6 +150,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
       ids,
       link: link.deps,
       turn: takeTurn,
+      life: composeRunLife(settings.observers ?? [], (error, moment) => report(`an observer of runs (${moment})`)(error, '')),
       settings: {
         threadQueueLimit: settings.threadQueueLimit,
         ...(settings.tenantRunsPerMinute !== undefined ? { tenantRunsPerMinute: settings.tenantRunsPerMinute } : {}),

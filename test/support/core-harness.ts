@@ -7,6 +7,7 @@ import { ANONYMOUS, type Agent, type StoredEvent, type ThreadRef } from '../../l
 import type { AskTimer, LinkedProvider, Provider, ProviderContext, RunStore } from '../../lambdas/core/ports.js';
 import type { LinkDeps } from '../../lambdas/core/deps.js';
 import type { CoreSettings } from '../../lambdas/core/settings.js';
+import type { RunLife } from '../../lambdas/core/run-life.js';
 
 /** A clock the test moves by hand, so expiry and time limits are tested without sleeping. */
 export class FakeClock {
@@ -113,6 +114,8 @@ export async function harness(
     link?: (clock: FakeClock) => LinkDeps;
     /** The thread-queue message each dispatch comes in (an SQS receipt handle on AWS). */
     receipt?: (runId: string) => string;
+    /** Who watches the runs' lives. */
+    life?: RunLife;
   } = {},
 ): Promise<Harness> {
   const clock = new FakeClock();
@@ -136,6 +139,7 @@ export async function harness(
     ids: { newId: () => `id-${++n}` },
     settings: { threadQueueLimit: options.threadQueueLimit ?? 8, ...options.settings },
     ...(options.link ? { link: options.link(clock) } : {}),
+    ...(options.life ? { life: options.life } : {}),
   });
   queue.start((runId, delivery) => gateway.dispatchRun(runId, { ...delivery, ...(options.receipt ? { receipt: options.receipt(runId) } : {}) }));
   await store.agents.put(TEST_AGENT);

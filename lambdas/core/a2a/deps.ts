@@ -1,6 +1,6 @@
 import type { Core } from '../deps.js';
 import { ok, refuse, type Result } from '../errors.js';
-import type { Agent, Principal, Run } from '../model.js';
+import type { Agent, Principal, Run, RunContext } from '../model.js';
 import type { PushSender } from '../ports.js';
 
 export interface A2aSettings {
@@ -29,6 +29,8 @@ export interface Caller {
   principal: Principal;
   /** The agent as the door read it for this request (its card), so a send need not read it again. */
   agent?: Agent;
+  /** What a run the request starts carries (`Run.context`): the door took it from the request's headers. */
+  context?: RunContext;
 }
 
 /** The task a caller names: its root run, at the caller's agent, in the caller's tenant. */

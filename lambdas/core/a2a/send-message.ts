@@ -5,7 +5,7 @@ import { callerIdProblem, type MessageClaim, type Run, type Thread } from '../mo
 import { openAsks } from '../outcome.js';
 import { callerInput } from '../run-input.js';
 import { storableProblem } from '../storable.js';
-import { classify, classifyAnswer, refuseExpired, startLanded, type Landing, type Place } from '../start-run.js';
+import { classify, classifyAnswer, refuseExpired, reportRefusal, startLanded, type Landing, type Place } from '../start-run.js';
 import { findTask, type A2aCore, type Caller } from './deps.js';
 import { answerInput, ordinaryInput, type Landing as InboundLanding } from './inbound.js';
 import { lineageOf } from './lineage.js';
@@ -33,6 +33,11 @@ export interface Sent {
  * repeated within its context lands on the run the first one started (A2A idempotency).
  */
 export async function sendMessage(core: A2aCore, request: SendMessage): Promise<Result<Sent>> {
+  const sent = await sendOnce(core, request);
+  return reportRefusal(core, { ...request, door: 'a2a', ...(request.message.contextId ? { threadId: request.message.contextId } : {}) }, sent);
+}
+
+async function sendOnce(core: A2aCore, request: SendMessage): Promise<Result<Sent>> {
   const { store } = core;
   const { message, principal, agentId } = request;
   if (!message.messageId) return refuse('invalid_input', 'message.messageId is required');
@@ -135,7 +140,7 @@ async function start(core: A2aCore, request: SendMessage, found: Place, root: Ru
   // A config sent with the message is stored before the run can start, so it misses no update.
   const taskId = root?.runId ?? landing.runId;
   const config = request.push ? await putPushConfig(core, taskId, request.principal, request.push) : undefined;
-  const started = await startLanded(core, { agentId: request.agentId, input, door: 'a2a', principal: request.principal }, place, classified.value);
+  const started = await startLanded(core, { agentId: request.agentId, input, door: 'a2a', principal: request.principal, ...(request.context ? { context: request.context } : {}) }, place, classified.value);
   if (!started.ok) {
     if (config && !root) await store.pushConfigs.delete(config.taskId, config.configId);
     return started;

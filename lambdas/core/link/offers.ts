@@ -48,7 +48,13 @@ export async function offer(core: LinkCore, run: Run, except: readonly string[] 
     await roster.unwait(run.agentId, run.runId);
     await roster.hold(provider.providerId, run.runId);
     await timer.schedule({ kind: 'offer', runId: run.runId, offer: offered.link!.offers }, core.linkSettings.offerMs);
-    await tell(core, connection.connectionId, { v: 1, type: 'run', runId: run.runId, offer: offered.link!.offers, agent: run.agentId, input: await inputOf(core, offered) });
+    // Each offer is a call to a provider: its observers' headers join the run's context in the frame.
+    const agent = await agentForDispatch(core, run.agentId);
+    const call = agent ? core.life.providerCall?.({ run: offered, agent }) : undefined;
+    const context = { ...run.context, ...call?.headers };
+    const frame = { v: 1, type: 'run', runId: run.runId, offer: offered.link!.offers, agent: run.agentId, input: await inputOf(core, offered) } as const;
+    await tell(core, connection.connectionId, Object.keys(context).length > 0 ? { ...frame, context } : frame);
+    call?.ended?.();
     return;
   }
   // Its first write, when nobody could take it yet: the run is on record as a link run waiting.

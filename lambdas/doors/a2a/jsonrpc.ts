@@ -10,7 +10,7 @@ import { requestTraceContext, tracedA2a, type DoorTracer } from '../tracing.js';
 import { a2aError, PARSE_ERROR, retryAfterIn } from './errors.js';
 import { AgentRequestHandler } from './handler.js';
 import { legacyStream } from './legacy.js';
-import { callContext, cursorFrom, isObject, LEGACY_VERSION, mediaType, streamResponse, tooDeep } from './wire.js';
+import { callContext, callerOf, cursorFrom, isObject, LEGACY_VERSION, mediaType, streamResponse, tooDeep } from './wire.js';
 
 type Env = { Variables: { principal: Principal } };
 type RpcResponse = { jsonrpc: string; id: string | number | null; result?: unknown; error?: { code: number; message: string } };
@@ -53,7 +53,7 @@ export async function jsonRpc(
   const deep = tooDeep(body);
   if (deep) return c.json({ jsonrpc: '2.0', id, error: mapError(a2aError({ ok: false, code: 'invalid_input', message: deep })) });
   const stop = new AbortController();
-  const caller = { agentId: agent.id, principal: c.get('principal'), agent };
+  const caller = callerOf(c, agent);
   const handler = tracedA2a(new AgentRequestHandler(tasks, caller, card, stop.signal, cursorFrom(c, paramsMetadata(body)), sse.maxDurationMs), tracing, requestTraceContext(c));
   const transport = legacy ? new LegacyJsonRpcTransportHandler(handler) : new JsonRpcTransportHandler(handler);
   // Arrays, primitives and null are the transport's to refuse (Invalid Request), not ours.

@@ -22,7 +22,7 @@ import type { SseOptions } from '../sse.js';
 import { requestTraceContext, tracedA2a, type DoorTracer } from '../tracing.js';
 import { restError } from './errors.js';
 import { AgentRequestHandler } from './handler.js';
-import { callContext, cursorFrom, isObject, jsonBody, LEGACY_VERSION, streamResponse, wholeNumber } from './wire.js';
+import { callContext, callerOf, cursorFrom, isObject, jsonBody, LEGACY_VERSION, streamResponse, wholeNumber } from './wire.js';
 
 export type Env = { Variables: { principal: Principal } };
 export type Call = { handler: AgentRequestHandler; context: ServerCallContext; stop: AbortController; body: unknown; c: Context<Env> };
@@ -56,7 +56,7 @@ export function bindingCall(options: RestOptions, binding: Binding, work: (call:
       const context = callContext(c, binding.legacy ? requested || LEGACY_VERSION : requested, binding.legacy);
       validateVersion(context.requestedVersion, card, 'HTTP+JSON');
       const metadata = isObject(body) && isObject(body.metadata) ? body.metadata : undefined;
-      const caller = { agentId: agent.id, principal: c.get('principal'), agent };
+      const caller = callerOf(c, agent);
       const handler = tracedA2a(new AgentRequestHandler(options.tasks, caller, card, stop.signal, cursorFrom(c, metadata), options.sse.maxDurationMs), options.tracing, requestTraceContext(c));
       return await work({ handler, context, stop, body, c });
     } catch (error) {

@@ -2,12 +2,22 @@ import { Extensions, HTTP_EXTENSION_HEADER } from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError } from '@a2a-js/sdk/errors';
 import { ServerCallContext, STATE_HEADERS_KEY } from '@a2a-js/sdk/server';
 import type { Context } from 'hono';
+import type { Caller } from '../../core/a2a/deps.js';
+import type { Agent, Principal } from '../../core/model.js';
+import { contextOfHeaders } from '../../core/run-context.js';
 import { MAX_DEPTH, nestedDeeperThan } from '../../core/storable.js';
 import { eventStream, SSE_HEADERS, type SseOptions } from '../sse.js';
+import { runHeaders } from '../tracing.js';
 
 /** A2A 0.3 requests carry `A2A-Version: 0.3` or no version header at all (the SDK's rule). */
 export const LEGACY_VERSION = '0.3';
 const LEGACY_EXTENSION_HEADER = 'X-A2A-Extensions';
+
+/** Who calls at this agent, and what the runs their request starts carry from its headers. */
+export function callerOf(c: Context<{ Variables: { principal: Principal } }>, agent: Agent): Caller {
+  const context = contextOfHeaders(runHeaders(c));
+  return { agentId: agent.id, principal: c.get('principal'), agent, ...(context ? { context } : {}) };
+}
 
 export function callContext(c: Context, requested: string | undefined, legacy: boolean): ServerCallContext {
   const extensions = legacy ? (c.req.header(LEGACY_EXTENSION_HEADER) ?? c.req.header(HTTP_EXTENSION_HEADER)) : c.req.header(HTTP_EXTENSION_HEADER);

@@ -8,8 +8,8 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { HttpAgent } from '@ag-ui/client';
-import { connect, LinkRefused, type ConnectOptions } from './connect.js';
+import { HttpAgent, type AbstractAgent } from '@ag-ui/client';
+import { connect, LinkRefused, type ConnectOptions, type OfferedRun } from './connect.js';
 import { generateKeyPair, normalizePublicKey, privateKeyOf } from './ed25519.js';
 import { LinkProofSchema } from './wire.js';
 
@@ -129,10 +129,18 @@ function commandOf(args: string[]): Command {
       providerId,
       privateKey,
       funduqPublicKey: funduqKey,
-      agents: Object.fromEntries([...agents].map(([name, { url: agentUrl, headers }]) => [name, new HttpAgent({ url: agentUrl, headers })])),
+      agents: Object.fromEntries([...agents].map(([name, { url: agentUrl, headers }]) => [name, { agent: new HttpAgent({ url: agentUrl, headers }), prepare: sendContext }])),
       ...(maxConcurrentRuns !== undefined ? { maxConcurrentRuns } : {}),
     },
   };
+}
+
+/**
+ * A run's context goes to its HTTP agent as headers (its names are header names: `traceparent`,
+ * `tracestate`), as funduq sends an `agui-http` agent's; a header given with `--header` wins.
+ */
+function sendContext(agent: AbstractAgent, run: OfferedRun): void {
+  if (agent instanceof HttpAgent) agent.headers = { ...run.context, ...agent.headers };
 }
 
 /** Writes a new private key (PEM, readable by its owner only) and says its public half. */

@@ -33,6 +33,20 @@ export interface LinkedAgent {
   skills?: AgentSkill[];
   /** The agent accepts A2A interjections beside a running run. */
   takesInterjections?: boolean;
+  /**
+   * Called with each run's own copy of the agent before it runs, with what the offer said of the
+   * run: read its context (trace context, say), or set the copy's headers from it.
+   */
+  prepare?(agent: AbstractAgent, run: OfferedRun): void;
+}
+
+/** A run funduq offered, as the provider took it. */
+export interface OfferedRun {
+  runId: string;
+  /** The agent's name, as callers address it. */
+  agent: string;
+  /** The run's context from its caller's door (`traceparent`, `tracestate`): opaque, possibly empty. */
+  context: Readonly<Record<string, string>>;
 }
 
 export interface ConnectOptions {
@@ -290,11 +304,13 @@ class Link implements ProviderLink {
       return;
     }
     this.send({ v: 1, type: 'accept', runId: frame.runId, offer: frame.offer });
-    this.start(frame.runId, given instanceof AbstractAgent ? given : given.agent, frame.input);
+    const offered: OfferedRun = { runId: frame.runId, agent: frame.agent, context: frame.context ?? {} };
+    this.start(offered, given instanceof AbstractAgent ? { agent: given } : given, frame.input);
   }
 
   /** Runs the agent as its stock client would (its chunks made whole, its stream verified), numbering each event. */
-  private start(runId: string, template: AbstractAgent, input: RunAgentInput): void {
+  private start(offered: OfferedRun, given: LinkedAgent, input: RunAgentInput): void {
+    const { runId } = offered;
     const run: HeldRun = { runId, events: [], sentThrough: 0, finished: false };
     this.runs.set(runId, run);
     let seq = 0;
@@ -307,7 +323,7 @@ class Link implements ProviderLink {
       }
       this.flushSoon();
     };
-    const agent = template.clone() as AbstractAgent;
+    const agent = given.agent.clone() as AbstractAgent;
     let subscription: Subscription | undefined;
     run.stop = () => {
       run.finished = true;
@@ -319,6 +335,7 @@ class Link implements ProviderLink {
       emit({ type: EventType.RUN_ERROR, code: agentFailed ? 'provider_failed' : 'provider_sent_malformed_event', message } as BaseEvent);
     };
     try {
+      given.prepare?.(agent, offered);
       subscription = agent
         .run(input)
         .pipe(

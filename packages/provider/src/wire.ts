@@ -80,8 +80,17 @@ export const ToProviderSchema = z.discriminatedUnion('type', [
   z.object({ v, type: z.literal('welcome'), connectionId: id, signature: z.string(), heartbeatSeconds: z.number().positive() }),
   z.object({ v, type: z.literal('registered'), agents: z.array(z.string()), refused: z.array(z.object({ name: z.string(), reason: z.string() })) }),
   // An offer: accept, decline (full now) or refuse (never) it, naming `offer`. The input is the
-  // agent's: AG-UI's own schema is the agent's client's to hold it to.
-  z.object({ v, type: z.literal('run'), runId: id, offer: z.number().int().positive(), agent: z.string(), input: z.custom<RunAgentInput>((value) => typeof value === 'object' && value !== null) }),
+  // agent's: AG-UI's own schema is the agent's client's to hold it to. The context is the run's,
+  // opaque (trace context: `traceparent`, `tracestate`), for the agent to carry on; absent, none.
+  z.object({
+    v,
+    type: z.literal('run'),
+    runId: id,
+    offer: z.number().int().positive(),
+    agent: z.string(),
+    input: z.custom<RunAgentInput>((value) => typeof value === 'object' && value !== null),
+    context: z.record(z.string()).optional(),
+  }),
   // Stop the run (a cancel, a limit, an offer withdrawn) and forget it; answer `cancelled` if it was running.
   z.object({ v, type: z.literal('cancel'), runId: id, reason: z.string() }),
   // The run's end is recorded: forget it.
