@@ -1,4 +1,5 @@
-import type { SamplerName, TracingConfig } from '../adapters/otel/tracing.js';
+import { createTracing, type SamplerName, type Tracing, type TracingConfig } from '../adapters/otel/tracing.js';
+import type { Environment } from './aws.js';
 import { SettingsError } from './settings.js';
 
 const SAMPLERS: readonly SamplerName[] = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
@@ -74,4 +75,27 @@ function headersOf(text: string | undefined, bad: () => never): Record<string, s
     }
   }
   return headers;
+}
+
+let processTracing: { env: Environment; tracing: Tracing } | undefined;
+
+/** The process's tracing, from the function's environment (the OTEL_* variables the stack sets): one per container. */
+export function tracingOf(env: Environment): Tracing {
+  if (processTracing?.env !== env) processTracing = { env, tracing: createTracing(tracingConfig((name) => env[name])) };
+  return processTracing.tracing;
+}
+
+/**
+ * A handler whose invocation returns only once its spans are sent: Lambda freezes an environment
+ * between invocations, and a batch still waiting in the span processor then goes nowhere (or
+ * late, with the next invocation). Nothing to send costs nothing.
+ */
+export function flushing<A extends unknown[], R>(tracing: Tracing, handler: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args) => {
+    try {
+      return await handler(...args);
+    } finally {
+      await tracing.flush();
+    }
+  };
 }
