@@ -6,6 +6,7 @@ import { createTracing } from '../../lambdas/adapters/otel/tracing.js';
 import type { LocalGateway } from '../../lambdas/runtimes/local.js';
 import { asTask, send, userMessage as a2aMessage } from '../support/a2a.js';
 import { aguiAgent, readSse, startTestGateway, userMessage } from '../support/gateway.js';
+import { startHeldAgent, type HeldAgent } from '../support/held-agent.js';
 
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
@@ -127,5 +128,104 @@ describe('traces of an A2A SendMessage', () => {
     expect(call.attributes['gen_ai.conversation.id']).toBe(task.contextId);
     expect(call.attributes['funduq.door']).toBe('a2a');
     noContentAnywhere();
+  });
+});
+
+const traceparentOf = (trace: string) => `00-${trace}-${'1'.repeat(16)}-01`;
+const aguiPost = (url: string, traceparent: string, body: object) =>
+  fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', traceparent }, body: JSON.stringify({ messages: [], tools: [], context: [], state: {}, forwardedProps: {}, ...body }) });
+const serverOf = (traceId: string) => spans().find((span) => span.kind === SpanKind.SERVER && span.spanContext().traceId === traceId)!;
+const inTrace = (name: string, traceId: string) => spans().filter((span) => span.name === name && span.spanContext().traceId === traceId);
+
+describe('traces of an interrupt answered by a later run, and of a cancel', () => {
+  it('mark the asks as events, and link the answer\'s call (in a trace of its own) to the asking run\'s request', async () => {
+    const [asking, answering] = ['a'.repeat(32), 'b'.repeat(32)];
+    const threadId = `thread-ask-${Date.now()}`;
+    const { events } = await readSse(await aguiPost(`${gateway.url}/agui/demo`, traceparentOf(asking), { threadId, runId: `${threadId}-ask`, messages: [userMessage('/ask 60')] }));
+    const finished = events.find((event) => event.data.type === 'RUN_FINISHED')!.data;
+    const [interrupt] = (finished.outcome as { interrupts: { id: string }[] }).interrupts;
+    await vi.waitFor(() => expect(inTrace('invoke_agent demo', asking)).toHaveLength(1));
+    const [ask] = inTrace('invoke_agent demo', asking);
+    expect(ask.attributes['funduq.run.outcome']).toBe('interrupt');
+    expect(ask.events.map((event) => [event.name, event.attributes])).toEqual([['funduq.ask.opened', { 'funduq.ask.ids': [interrupt.id], 'funduq.ask.expires_at': expect.any(String) }]]);
+
+    await readSse(await aguiPost(`${gateway.url}/agui/demo`, traceparentOf(answering), { threadId, runId: `${threadId}-answer`, resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { approved: true } }] }));
+    await vi.waitFor(() => expect(inTrace('invoke_agent demo', answering)).toHaveLength(1));
+    const [answer] = inTrace('invoke_agent demo', answering);
+    expect(answer.links).toHaveLength(1);
+    expect(answer.links[0].context).toMatchObject({ traceId: asking, spanId: serverOf(asking).spanContext().spanId });
+    expect(answer.links[0].attributes).toEqual({ 'funduq.ask.ids': [interrupt.id] });
+    expect(answer.events.map((event) => event.name)).toEqual(['funduq.ask.answered']);
+  });
+
+  it('mark a cancel as an event on the call, which ends cancelled', async () => {
+    const trace = 'c'.repeat(32);
+    const threadId = `thread-cancel-${Date.now()}`;
+    const runId = `${threadId}-run`;
+    const response = await aguiPost(`${gateway.url}/agui/demo`, traceparentOf(trace), { threadId, runId, messages: [userMessage('/slow 500')] });
+    await vi.waitFor(() => expect(inTrace('funduq.queue.wait', trace)).toHaveLength(1));
+    expect((await fetch(`${gateway.url}/agui/demo/runs/${runId}/cancel`, { method: 'POST' })).status).toBe(202);
+    await readSse(response);
+    await vi.waitFor(() => expect(inTrace('invoke_agent demo', trace)).toHaveLength(1));
+    const [call] = inTrace('invoke_agent demo', trace);
+    expect(call.events.map((event) => event.name)).toEqual(['funduq.run.cancel_requested']);
+    expect(call.attributes).toMatchObject({ 'funduq.run.status': 'cancelled', 'funduq.code': 'cancel_requested' });
+  });
+});
+
+describe('traces of runs of an agui-http agent on one thread', () => {
+  const queued = new InMemorySpanExporter();
+  let local: LocalGateway;
+  let held: HeldAgent;
+  beforeAll(async () => {
+    held = await startHeldAgent();
+    local = await startTestGateway({ threadQueueLimit: 1, tracing: createTracing({ serviceName: 'funduq', exporter: queued }) });
+    const admin = await fetch(`${local.url}/admin/agents/held`, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ url: held.url, description: 'holds every run until the test lets go', timeoutSeconds: 60, idleTimeoutSeconds: 60 }),
+    });
+    expect(admin.status).toBeLessThan(300);
+  });
+  afterAll(async () => {
+    held.release();
+    await local.close();
+    await held.close();
+  });
+
+  it('send the call\'s traceparent to the agent, give a queued run its wait, and trace a refusal with its code', async () => {
+    const [first, second, third] = ['d'.repeat(32), 'e'.repeat(32), 'f'.repeat(32)];
+    const threadId = `thread-held-${Date.now()}`;
+    const url = `${local.url}/agui/held`;
+    const running = await aguiPost(url, traceparentOf(first), { threadId, runId: `${threadId}-1`, messages: [userMessage('one')] });
+    await vi.waitFor(() => expect(held.received).toHaveLength(1));
+    const waiting = await aguiPost(url, traceparentOf(second), { threadId, runId: `${threadId}-2`, messages: [userMessage('two')] });
+    const refused = await aguiPost(url, traceparentOf(third), { threadId, runId: `${threadId}-3`, messages: [userMessage('three')] });
+    expect(refused.status).toBe(429);
+    held.release();
+    await readSse(running);
+    await readSse(waiting);
+    const all = () => queued.getFinishedSpans();
+    const find = (name: string, trace: string) => all().filter((span) => span.name === name && span.spanContext().traceId === trace);
+    await vi.waitFor(() => expect(all().filter((span) => span.name === 'invoke_agent held')).toHaveLength(2));
+
+    // The agent was called in the caller's trace, as the child of the gateway's call span.
+    const [call] = find('invoke_agent held', first);
+    expect(held.headers[0].traceparent).toBe(`00-${first}-${call.spanContext().spanId}-01`);
+    expect(call.attributes['gen_ai.provider.name']).toBe('funduq.agui-http');
+
+    // The queued run waited for the first one to end, in its own caller's trace.
+    const [wait] = find('funduq.queue.wait', second);
+    const toMs = ([s, ns]: [number, number]) => s * 1000 + ns / 1e6;
+    expect(toMs(wait.endTime)).toBeGreaterThanOrEqual(toMs(call.endTime) - 1);
+    expect(parentOf(wait)).toBe(all().find((span) => span.kind === SpanKind.SERVER && span.spanContext().traceId === second)!.spanContext().spanId);
+    expect(held.headers[1].traceparent).toMatch(new RegExp(`^00-${second}-`));
+
+    const [refusal] = find('funduq.run.refused', third);
+    expect(refusal.attributes).toMatchObject({ 'funduq.code': 'thread_queue_full', 'funduq.door': 'agui', 'gen_ai.agent.id': 'held' });
+    expect(refusal.status.code).toBe(2);
+    const server = all().find((span) => span.kind === SpanKind.SERVER && span.spanContext().traceId === third)!;
+    expect(server.attributes['http.response.status_code']).toBe(429);
+    expect(parentOf(refusal)).toBe(server.spanContext().spanId);
   });
 });
