@@ -65,7 +65,8 @@ export const ATTR = {
   outputTokens: 'gen_ai.usage.output_tokens',
   toolName: 'gen_ai.tool.name',
   toolCallId: 'gen_ai.tool.call.id',
-  toolCallArguments: 'gen_ai.tool.call.arguments',
+  /** The messages the agent was given, as JSON: only with content capture on. */
+  inputMessages: 'gen_ai.input.messages',
   // A2A (no OpenTelemetry convention yet: the names A2A's own SDKs use)
   taskId: 'a2a.task.id',
   taskState: 'a2a.task.state',

@@ -229,3 +229,20 @@ describe('traces of runs of an agui-http agent on one thread', () => {
     expect(parentOf(refusal)).toBe(server.spanContext().spanId);
   });
 });
+
+describe('content capture', () => {
+  it('puts the caller\'s messages on the call only when a setting opts in', async () => {
+    const captured = new InMemorySpanExporter();
+    const local = await startTestGateway({ tracing: createTracing({ serviceName: 'funduq', exporter: captured, captureContent: true }) });
+    try {
+      const agent = aguiAgent(local, `thread-capture-${Date.now()}`);
+      agent.messages = [userMessage(SECRET)];
+      await agent.runAgent();
+      await vi.waitFor(() => expect(captured.getFinishedSpans().filter((span) => span.name === 'invoke_agent demo')).toHaveLength(1));
+      const [call] = captured.getFinishedSpans().filter((span) => span.name === 'invoke_agent demo');
+      expect(JSON.parse(String(call.attributes['gen_ai.input.messages']))).toEqual([expect.objectContaining({ role: 'user', content: SECRET })]);
+    } finally {
+      await local.close();
+    }
+  });
+});

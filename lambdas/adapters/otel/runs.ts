@@ -17,7 +17,8 @@ const SETTLE_WAIT_MS = 30_000;
  *   it opened, the tool calls the agent reported (observed: the gateway runs none) and a cancel;
  *   an answer's call links to the asking run's trace, which may be hours old;
  * - refusals and expiries as spans of their own (nothing else of theirs is in this process).
- * Message content is recorded nowhere unless `captureContent` is on.
+ * Message content is recorded nowhere unless `captureContent` is on; then the call carries the
+ * messages the caller sent (`gen_ai.input.messages`).
  */
 export function tracedRunLife(tracing: Tracing, now: () => number = Date.now): RunLife {
   const { tracer } = tracing;
@@ -59,6 +60,7 @@ export function tracedRunLife(tracing: Tracing, now: () => number = Date.now): R
       answers.delete(run.runId);
       const links: Link[] = answer?.asking ? [{ context: answer.asking, attributes: { [ATTR.askIds]: answer.askIds } }] : [];
       const span = tracer.startSpan(SPAN.invokeAgent(agentName(agent)), { kind: SpanKind.CLIENT, links, attributes: { ...runAttributes(run), ...agentAttributes(agent) } }, parentOf(run.context));
+      if (tracing.captureContent) span.setAttribute(ATTR.inputMessages, JSON.stringify(run.input.messages));
       if (answer) span.addEvent(EVENT.askAnswered, { [ATTR.askIds]: answer.askIds, ...(run.parentRunId ? { [ATTR.answeredBy]: run.runId } : {}) });
       calls.set(run.runId, { span });
       return {
