@@ -59,7 +59,7 @@ describe('the stack as deployed', { timeout: 120_000 }, () => {
       sfn: 'AWSStepFunctions',
       lambda: '/2015-03-31/functions',
       xray: 'AWS_XRAY_DAEMON_ADDRESS',
-      otel: 'OTLPTraceExporter',
+      otel: 'OTEL_BSP_SCHEDULE_DELAY',
       connections: 'PostToConnection',
     };
     // The thread queue is in every function that settles runs: a link run's held message is let go there.
