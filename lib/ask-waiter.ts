@@ -48,8 +48,8 @@ export class AskWaiter extends Construct {
     });
     const expire = new tasks.LambdaInvoke(this, 'Expire the open asks', {
       lambdaFunction: this.expirer.function,
-      // The state whole: a path to a field that may be absent (the run's context) fails the task.
-      payload: sfn.TaskInput.fromJsonPathAt('$'),
+      // No payload named: the expirer takes the state whole, since a path to a field that may be
+      // absent (the run's context) would fail the task.
       payloadResponseOnly: true,
       retryOnServiceExceptions: true,
     });

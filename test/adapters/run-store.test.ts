@@ -276,6 +276,20 @@ describe(`${adapter}: runs`, () => {
     expect(await store.runs.get('nobody')).toBeUndefined();
   });
 
+  it("keeps a run's context as it was created, through its start, its end and every listing", async () => {
+    const store = await stores.freshStore();
+    const context = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7' };
+    const run = aRun({ context });
+    await store.runs.create(run);
+    expect((await store.runs.get(run.runId))?.context).toEqual(context);
+    await store.runs.transition(run.runId, ['queued'], { status: 'running', startedAt: '2026-01-01T00:00:01.000Z' });
+    const ended = await store.runs.transition(run.runId, ['running'], { status: 'completed', endedAt: '2026-01-01T00:00:02.000Z' });
+    expect(ended?.context).toEqual(context);
+    expect((await store.runs.get(run.runId))?.context).toEqual(context);
+    expect((await store.runs.pageByStatus('completed', { limit: 10 })).runs.map((listed) => listed.context)).toEqual([context]);
+    expect((await store.runs.listOfThread(run)).map((listed) => listed.context)).toEqual([context]);
+  });
+
   it("gives a run to its own tenant only: another tenant's run reads as an unknown id", async () => {
     const store = await stores.freshStore();
     const run = aRun();

@@ -40,8 +40,8 @@ async function heldAgent(box: AwsBox, fields: Record<string, unknown> = {}): Pro
 
 
 /** POSTs a run and leaves its stream unread; the response once its headers arrived. */
-function post(box: AwsBox, agentId: string, input: ReturnType<typeof runInput>, signal?: AbortSignal): Promise<Response> {
-  return box.fetch(`${box.url}/agui/${agentId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input), signal });
+function post(box: AwsBox, agentId: string, input: ReturnType<typeof runInput>, signal?: AbortSignal, headers: Record<string, string> = {}): Promise<Response> {
+  return box.fetch(`${box.url}/agui/${agentId}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(input), signal });
 }
 
 async function thread(box: AwsBox, threadId: string): Promise<{ activeRun?: { runId: string; status: string }; queue: Array<{ runId: string }>; runs: Array<{ runId: string; status: string; parentRunId?: string; reason?: string }>; openAsks: unknown[] }> {
@@ -277,7 +277,9 @@ describe('an ask on AWS, as its clock passes', { timeout: 90_000 }, () => {
     const { box } = aws;
     const threadId = `t-${randomUUID()}`;
     const asking = runInput(threadId, '/ask 60');
-    const { events } = await readSse(await post(box, 'demo', asking));
+    // The caller's trace context rides with the run: door, record, thread queue, dispatcher, the ask waiter's rounds.
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const { events } = await readSse(await post(box, 'demo', asking, undefined, { traceparent }));
     const interruptId = (events.at(-1)!.data as { outcome: { interrupts: Array<{ id: string }> } }).outcome.interrupts[0].id;
     const execution = await eventually(() => {
       const found = [...box.stepFunctions.executions.values()].find((e) => e.name === asking.runId);
@@ -285,9 +287,11 @@ describe('an ask on AWS, as its clock passes', { timeout: 90_000 }, () => {
       return found!;
     }, 20_000);
     expect((await thread(box, threadId)).openAsks).toHaveLength(1);
+    expect(JSON.parse(execution.input)).toMatchObject({ runId: asking.runId, context: { traceparent } });
     box.clock.advance(61_000);
     await eventually(() => expect(execution.status).toBe('SUCCEEDED'), 20_000);
     expect(execution.states).toEqual(['Has an expiry?', 'Wait until the earliest expiresAt', 'Expire the open asks', 'Has an expiry?', 'Nothing left to expire']);
+    expect(JSON.parse(execution.output!)).toEqual({ runId: asking.runId, context: { traceparent } });
     expect((await thread(box, threadId)).openAsks).toEqual([]);
     const late = await post(box, 'demo', runInput(threadId, '', { messages: [], resume: [{ interruptId, status: 'resolved', payload: {} }] }));
     expect(late.status).toBe(410);

@@ -136,6 +136,18 @@ describe("an observer of runs' lives", () => {
     expect(await lifeOf(watcher, gateway.store, 'life-run-2')).toEqual(['queued', 'started', 'providerCall', 'cancelRequested', 'callEnded', 'settled:cancelled', 'dispatched:ran']);
   });
 
+  it("sends an agui-http agent the headers its call's observers give, carrying the context the caller's door took", async () => {
+    const watcher = new Watcher();
+    const gateway = await gatewayWatched(watcher);
+    const held = await heldAgentAt(gateway, 'traced');
+    held.release();
+    const agent = new HttpAgent({ url: `${gateway.url}/agui/traced`, threadId: 'life-4', headers: { traceparent: TRACEPARENT, tracestate: 'congo=t61rcWkgMzE' } });
+    agent.messages = [userMessage('hello')];
+    await agent.runAgent({ runId: 'life-run-4' });
+    expect(held.headers[0]).toMatchObject({ traceparent: TRACEPARENT, tracestate: 'congo=t61rcWkgMzE', accept: 'text/event-stream' });
+    expect(await gateway.store.runs.get('life-run-4')).toMatchObject({ context: { traceparent: TRACEPARENT, tracestate: 'congo=t61rcWkgMzE' } });
+  });
+
   it('sees a submission refused with its code, and the context it came with', async () => {
     const watcher = new Watcher();
     const gateway = await gatewayWatched(watcher);

@@ -480,11 +480,12 @@ describe('the ask waiter', () => {
     expect(states[start.Default].Type).toBe('Succeed');
   });
 
-  it('waits until the earliest expiresAt, then invokes the expirer with the run id', () => {
+  it('waits until the earliest expiresAt, then invokes the expirer with its state whole (the run id, and the context the run carries)', () => {
     const wait = states[states[definition.StartAt].Choices[0].Next];
     expect(wait).toMatchObject({ Type: 'Wait', TimestampPath: '$.expiresAt' });
     const expire = states[wait.Next];
-    expect(expire).toMatchObject({ Type: 'Task', Resource: '${Ref}', Parameters: { 'runId.$': '$.runId' } });
+    expect(expire).toMatchObject({ Type: 'Task', Resource: '${Ref}' });
+    expect(expire).not.toHaveProperty('Parameters');
     const [, machine] = only(template, 'AWS::StepFunctions::StateMachine');
     expect(JSON.stringify(machine.Properties.DefinitionString)).toContain(functionId(template, 'ask-expirer'));
   });

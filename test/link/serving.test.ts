@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { HttpAgent } from '@ag-ui/client';
 import type { RunAgentInput } from '@ag-ui/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalGateway } from '../../lambdas/runtimes/local.js';
@@ -234,5 +235,21 @@ describe('an agent behind a provider that dials out', () => {
     const roster = (await (await fetch(`${gateway.url}/agents`)).json()) as { agents: { id: string }[] };
     expect(roster.agents.map((agent) => agent.id)).toContain('mine');
     expect(roster.agents.map((agent) => agent.id)).not.toContain('theirs');
+  });
+});
+
+// Last in the file: the roster's providers of equal load take turns being first, and the tests
+// above count on the turns the offers before them took.
+describe('a run offered over the link', () => {
+  it("carries the context its caller's door took (trace headers) to the provider, whose SDK hands it to the agent's preparation", async () => {
+    const offered: { runId: string; agent: string; context: Readonly<Record<string, string>> }[] = [];
+    await linked({ providerId: 'traced', agents: { echo: { agent: echoAgent(), prepare: (_agent, run) => offered.push(run) } } });
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const threadId = thread();
+    const agent = new HttpAgent({ url: `${gateway.url}/agui/echo`, threadId, headers: { traceparent } });
+    agent.messages = [userMessage('traced over the link')];
+    const { newMessages } = await agent.runAgent({ runId: `${threadId}-run` });
+    expect(assistantText(newMessages)).toEqual(['echo: traced over the link']);
+    expect(offered).toEqual([{ runId: `${threadId}-run`, agent: 'echo', context: { traceparent } }]);
   });
 });

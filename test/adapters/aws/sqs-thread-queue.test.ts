@@ -18,14 +18,19 @@ function queue() {
   return new SqsThreadQueue({ client: new SQSClient({ region: 'eu-west-1' }), queueUrl: QUEUE_URL });
 }
 
+/** The doors' queue: interjections go to the dispatcher by an asynchronous invoke. */
+function queueWithBeside() {
+  return new SqsThreadQueue({
+    client: new SQSClient({ region: 'eu-west-1' }),
+    queueUrl: QUEUE_URL,
+    beside: lambdaDispatchBeside({ client: new LambdaClient({ region: 'eu-west-1' }), functionName: 'funduq-dispatcher' }),
+  });
+}
+
 describe('the SQS thread queue', () => {
   it('hands an interjection to the dispatcher by an asynchronous invoke, not through the message group', async () => {
     lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
-    const withBeside = new SqsThreadQueue({
-      client: new SQSClient({ region: 'eu-west-1' }),
-      queueUrl: QUEUE_URL,
-      beside: lambdaDispatchBeside({ client: new LambdaClient({ region: 'eu-west-1' }), functionName: 'funduq-dispatcher' }),
-    });
+    const withBeside = queueWithBeside();
     await withBeside.dispatchBeside({ threadId: 'thread-1', runId: 'run-2' });
     expect(sqs.commandCalls(SendMessageCommand)).toHaveLength(0);
     const [call] = lambda.commandCalls(InvokeCommand);
@@ -49,6 +54,19 @@ describe('the SQS thread queue', () => {
         MessageDeduplicationId: 'run-1',
       },
     ]);
+  });
+
+  it("carries the run's context in the message's body, and in an interjection's invoke", async () => {
+    sqs.on(SendMessageCommand).resolves({ MessageId: 'm-1' });
+    lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
+    const context = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' };
+    const withBeside = queueWithBeside();
+    await withBeside.enqueue({ threadId: 'thread-1', runId: 'run-1', context });
+    await withBeside.dispatchBeside({ threadId: 'thread-1', runId: 'run-2', context });
+    const [sent] = sqs.commandCalls(SendMessageCommand).map((call) => call.args[0].input);
+    expect(parseThreadMessage(sent.MessageBody as string)).toEqual({ threadId: 'thread-1', runId: 'run-1', context });
+    const payload = JSON.parse(new TextDecoder().decode(lambda.commandCalls(InvokeCommand)[0].args[0].input.Payload as Uint8Array));
+    expect(besideDispatchSchema.parse(payload)).toEqual({ funduqDispatchBeside: { threadId: 'thread-1', runId: 'run-2', context } });
   });
 
   it('gives an id SQS would refuse (too long, outside printable ASCII) a stable stand-in, and keeps the real one in the body', async () => {

@@ -33,6 +33,13 @@ describe('the Step Functions ask timer', () => {
     ]);
   });
 
+  it("carries the run's context in the execution's input, for the expirer and every round after", async () => {
+    sfn.on(StartExecutionCommand).resolves({ executionArn: 'arn', startDate: new Date() });
+    const context = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' };
+    await timer().arm('run-1', '2026-03-01T12:00:00.000Z', 0, context);
+    expect(JSON.parse(sfn.commandCalls(StartExecutionCommand)[0].args[0].input.input!)).toEqual({ runId: 'run-1', expiresAt: '2026-03-01T12:00:00Z', context });
+  });
+
   it('rounds an expiry up to the whole second, since the Wait state ignores milliseconds: late by < 1 s, never early', () => {
     expect(waitTimestamp('2026-03-01T12:00:00.001Z')).toBe('2026-03-01T12:00:01Z');
     expect(waitTimestamp('2026-03-01T14:00:00+02:00')).toBe('2026-03-01T12:00:00Z');

@@ -44,18 +44,20 @@ function bridge(args: string[]) {
 const linkArgs = (providerId = 'bridge') => ['--url', gateway.link.url, '--provider-id', providerId, '--key-file', keyFile, '--funduq-key', gateway.link.publicKey];
 
 describe('funduq-provider, the bridge', () => {
-  it("relays a stock AG-UI HTTP agent's run whole, with its headers, and closes its link on SIGTERM", async () => {
+  it("relays a stock AG-UI HTTP agent's run whole, with its headers and the caller's trace context, and closes its link on SIGTERM", async () => {
     const running = bridge([...linkArgs(), '--agent', `x=${agent.url}`, '--header', 'x:Authorization=Bearer from-the-bridge', '--max-concurrent-runs', '2']);
     try {
       await eventually(() => expect(running.out(), running.err()).toBe(`serving x on ${gateway.link.url} as provider bridge\n`), 30_000);
       const caller = aguiAgent(gateway, 'through-the-bridge', 'x');
+      const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+      caller.headers = { traceparent };
       caller.messages = [userMessage('through the bridge')];
       const run = caller.runAgent();
       // The agent holds the run after RUN_STARTED: what it sent so far is relayed while it runs.
       await eventually(() => expect(agent.received).toHaveLength(1));
       const runId = agent.received[0].runId;
       await eventually(async () => expect(((await (await fetch(`${gateway.url}/threads/through-the-bridge`)).json()) as { activeRun?: { runId: string } }).activeRun?.runId).toBe(runId));
-      expect(agent.headers[0].authorization).toBe('Bearer from-the-bridge');
+      expect(agent.headers[0]).toMatchObject({ authorization: 'Bearer from-the-bridge', traceparent });
       expect(agent.received[0].messages.at(-1)).toMatchObject({ role: 'user', content: 'through the bridge' });
       agent.release();
       expect(assistantText((await run).newMessages)).toEqual([`done: ${runId}`]);
