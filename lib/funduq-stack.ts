@@ -89,6 +89,8 @@ export class FunduqStack extends Stack {
       // The gateway's settings reach the functions by the names the schema gives them, and are read there by it.
       ...toEnvironment(GATEWAY_SETTINGS, settings),
       ...(settings.jwtTenantClaim ? { [ENV.jwtTenantClaim]: settings.jwtTenantClaim } : {}),
+      // Every function traces to the same collector (see the README's "Traces").
+      ...toEnvironment({ otlpEndpoint: DEPLOY_SETTINGS.otlpEndpoint }, settings),
     };
 
     this.threadQueue = new ThreadQueue(this, 'ThreadQueue', {

@@ -662,6 +662,15 @@ describe('the functions', () => {
     template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
   });
 
+  it('send every function\'s traces to the collector otlpEndpoint names, and nowhere without it', () => {
+    for (const fn of Object.values(resources(template, 'AWS::Lambda::Function'))) {
+      expect(fn.Properties.Environment.Variables).not.toHaveProperty('OTEL_EXPORTER_OTLP_ENDPOINT');
+    }
+    const traced = Object.values(resources(synth({ otlpEndpoint: 'https://collector.example:4318' }).template, 'AWS::Lambda::Function'));
+    expect(traced).toHaveLength(10);
+    for (const fn of traced) expect(fn.Properties.Environment.Variables.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('https://collector.example:4318');
+  });
+
   it('hand the core the thread queue limit from the settings (default 8)', () => {
     template.hasResourceProperties('AWS::Lambda::Function', {
       Environment: { Variables: Match.objectLike({ FUNDUQ_FUNCTION: 'doors', [ENV.threadQueueLimit]: '8' }) },
