@@ -17,14 +17,15 @@ export interface DoorTracer {
 
 /**
  * Each request's span context and its W3C headers, for what it calls (the A2A methods) and the
- * runs it starts: keyed by the request itself, the same object in a sub-app and behind the AWS
- * doors' outer app.
+ * runs it starts: keyed by the request's Hono context, which its sub-apps share (not by the
+ * `Request`, which a middleware may replace: `bodyLimit` wraps a body sent without a length, as
+ * API Gateway's events become).
  */
-const requestContexts = new WeakMap<Request, { context: TraceContext; headers: Record<string, string> }>();
+const requestContexts = new WeakMap<Context, { context: TraceContext; headers: Record<string, string> }>();
 
 /** The trace context of the request `c` answers: its server span's, or undefined when it is not traced. */
 export function requestTraceContext(c: Context): TraceContext | undefined {
-  return requestContexts.get(c.req.raw)?.context;
+  return requestContexts.get(c)?.context;
 }
 
 /**
@@ -33,7 +34,7 @@ export function requestTraceContext(c: Context): TraceContext | undefined {
  * no `traceparent`; the caller's own otherwise (carried on for whoever traces further on).
  */
 export function runHeaders(c: Context): (name: string) => string | undefined {
-  const headers = requestContexts.get(c.req.raw)?.headers;
+  const headers = requestContexts.get(c)?.headers;
   return (name) => headers?.[name] ?? c.req.header(name);
 }
 
@@ -62,7 +63,7 @@ export function requestSpans(tracing: DoorTracer): MiddlewareHandler {
     );
     const context = trace.setSpan(parent, span);
     const headers = tracing.inject(context);
-    requestContexts.set(c.req.raw, { context, headers });
+    requestContexts.set(c, { context, headers });
     try {
       await next();
     } catch (error) {
@@ -90,7 +91,7 @@ function end(span: Span, c: Context, status: number): void {
     span.setStatus({ code: SpanStatusCode.ERROR });
   }
   span.end();
-  requestContexts.delete(c.req.raw);
+  requestContexts.delete(c);
 }
 
 type Method = keyof typeof A2A_METHOD;
