@@ -10,6 +10,8 @@ import { resolve } from 'node:path';
 import { parseApiKeys, type ApiKeys } from '../lambdas/doors/api-keys.js';
 import { startLocalGateway } from '../lambdas/runtimes/local.js';
 import { defaultBudget, GATEWAY_SETTINGS, LOCAL_SETTINGS, readSettings, SettingsError } from '../lambdas/runtimes/settings.js';
+import { createTracing } from '../lambdas/adapters/otel/tracing.js';
+import { tracingConfig } from '../lambdas/runtimes/tracing.js';
 
 function fail(message: string): never {
   console.error(message);
@@ -32,8 +34,10 @@ function apiKeysFrom(file: string | undefined): ApiKeys | undefined {
 }
 
 let read;
+let traces;
 try {
   read = readSettings({ ...GATEWAY_SETTINGS, ...LOCAL_SETTINGS }, 'env', (name) => process.env[name]);
+  traces = tracingConfig((name) => process.env[name]);
 } catch (error) {
   if (error instanceof SettingsError) fail(error.message);
   throw error;
@@ -48,6 +52,8 @@ const settings = {
   log: (line: string) => console.log(`funduq: ${line}`),
   // Readers of runs that can no longer be recorded would wait forever; a restart recovers them.
   onStoreLost: () => process.exit(1),
+  // The standard OTEL_* variables; without an endpoint nothing is traced.
+  tracing: createTracing(traces),
 };
 
 // What stops a start (the data dir in use, the port taken, a record of another version) is said in one line.
@@ -74,6 +80,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     if (closing) process.exit(1);
     closing = true;
     console.log('funduq: stopping');
-    void local.close().then(() => process.exit(0));
+    void local
+      .close()
+      .then(() => settings.tracing.shutdown())
+      .then(() => process.exit(0));
   });
 }

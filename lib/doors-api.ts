@@ -118,7 +118,6 @@ export class DoorsApi extends Construct {
       cloudWatchRole: false,
       deployOptions: {
         stageName: props.stageName,
-        tracingEnabled: true,
         metricsEnabled: true,
       },
     });

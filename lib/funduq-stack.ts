@@ -91,6 +91,8 @@ export class FunduqStack extends Stack {
       ...toEnvironment(GATEWAY_SETTINGS, settings),
       ...toEnvironment(LEASE_SETTINGS, settings),
       ...(settings.jwtTenantClaim ? { [ENV.jwtTenantClaim]: settings.jwtTenantClaim } : {}),
+      // Every function traces to the same collector (see the README's "Traces").
+      ...toEnvironment({ otlpEndpoint: DEPLOY_SETTINGS.otlpEndpoint }, settings),
     };
 
     this.threadQueue = new ThreadQueue(this, 'ThreadQueue', {

@@ -51,7 +51,6 @@ export class GatewayFunction extends Construct {
       memorySize: props.memorySize ?? 256,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       paramsAndSecrets: props.paramsAndSecrets,
-      tracing: lambda.Tracing.ACTIVE,
       loggingFormat: lambda.LoggingFormat.JSON,
       logGroup,
       // No --enable-source-maps and no source map: it adds 20–50 ms to a cold start's import and ~20 MB.

@@ -11,6 +11,7 @@ import { ProviderRegistrationSchema } from '../lambdas/doors/link/admin-provider
 import { readAgentsFile } from '../lambdas/runtimes/agents-file.js';
 import { AgentDefinitionSchema } from '../lambdas/runtimes/providers.js';
 import { DEPLOY_SETTINGS, GATEWAY_SETTINGS, LOCAL_SETTINGS } from '../lambdas/runtimes/settings.js';
+import { tracingConfig } from '../lambdas/runtimes/tracing.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { README, ROOT, manualBlocks, manualFiles, type CodeBlock } from './support/readme.js';
 
@@ -275,7 +276,11 @@ describe('the manual (the README and docs/)', () => {
     const context = Object.values({ ...GATEWAY_SETTINGS, ...DEPLOY_SETTINGS })
       .map((setting) => setting.context)
       .filter((key): key is string => key !== undefined);
-    const missing = [...local, ...context].filter((name) => !rows.some((row) => row.includes(`\`${name}\``)));
+    // The standard OTEL_* variables tracing reads (docs/traces.md), as its parser asks for them.
+    const tracing: string[] = [];
+    tracingConfig((name) => void tracing.push(name));
+    expect(tracing).toContain('OTEL_EXPORTER_OTLP_ENDPOINT');
+    const missing = [...local, ...context, ...tracing].filter((name) => !rows.some((row) => row.includes(`\`${name}\``)));
     expect(missing).toEqual([]);
     // And every setting an example's command line gives (`cdk deploy -c key=value`, `NAME=value npm start`) is one.
     const given = manualBlocks()
@@ -286,7 +291,7 @@ describe('the manual (the README and docs/)', () => {
         ...(words.includes('npm') && words.includes('start') ? words.slice(0, words.indexOf('npm')).map((word) => word.split('=')[0]) : []),
       ]);
     expect(given.length).toBeGreaterThan(0);
-    expect(given.filter((name) => !context.includes(name) && !local.includes(name))).toEqual([]);
+    expect(given.filter((name) => !context.includes(name) && !local.includes(name) && !tracing.includes(name))).toEqual([]);
   });
 
   it('names only environment variables the code reads or sets', () => {

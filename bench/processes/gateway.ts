@@ -100,8 +100,7 @@ function countCapacity(client: DynamoDBClient, into: Capacity): void {
 }
 
 async function startAwsShape(): Promise<Shape> {
-  // Imported here only: the AWS wiring loads Powertools' tracer, whose X-Ray SDK tracks every
-  // promise with async hooks, a cost the local gateway (npm start) never pays.
+  // Imported here only: the AWS wiring loads the AWS SDK's clients, which the local gateway (npm start) never loads.
   const { createStore, createWiring } = await import('../../lambdas/runtimes/aws.js');
   const { doorsApp } = await import('../../lambdas/runtimes/aws-doors.js');
   const { createProviders } = await import('../../lambdas/runtimes/providers.js');

@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { errorResponse } from './http-errors.js';
+import { endingWith } from './body-end.js';
 
 /** How much the gateway takes in at once: requests with a body, and the bytes they declare. */
 export interface AdmissionLimits {
@@ -94,7 +95,7 @@ export function admission(limits: AdmissionLimits, bodyCap: number): MiddlewareH
     }
     const body = c.res.body;
     if (!body) return release();
-    c.res = new Response(releasingAtEnd(body, release), c.res);
+    c.res = new Response(endingWith(body, release), c.res);
   };
 }
 
@@ -103,34 +104,6 @@ function busy(c: Context): Response {
   c.header('Connection', 'close');
   c.header('Retry-After', String(RETRY_AFTER_SECONDS));
   return errorResponse(c, 'gateway_busy', 'the gateway is taking in as much as it can hold: retry after the Retry-After seconds');
-}
-
-/** `body` as it is, read only as fast as it is taken (no queue of its own), calling `release` once it ends either way. */
-function releasingAtEnd(body: ReadableStream<Uint8Array>, release: () => void): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        try {
-          const { done, value } = await reader.read();
-          if (done) {
-            release();
-            controller.close();
-          } else {
-            controller.enqueue(value);
-          }
-        } catch (error) {
-          release();
-          controller.error(error);
-        }
-      },
-      cancel(reason) {
-        release();
-        return reader.cancel(reason);
-      },
-    },
-    { highWaterMark: 0 },
-  );
 }
 
 /** Reads a request's body, then lets the request go on when its turn comes (see `AdmissionLimits.turn`). */

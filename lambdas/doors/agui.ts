@@ -6,6 +6,7 @@ import { contextOfHeaders } from '../core/run-context.js';
 import { errorResponse } from './http-errors.js';
 import { describeIssue, readJson } from './input.js';
 import { SSE_HEADERS, sseStream, type SseOptions } from './sse.js';
+import { runHeaders } from './tracing.js';
 
 type Env = { Variables: { principal: Principal } };
 
@@ -21,7 +22,7 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
     if (!body.ok) return errorResponse(c, 'invalid_input', body.message);
     const parsed = RunAgentInputSchema.safeParse(body.value);
     if (!parsed.success) return errorResponse(c, 'invalid_input', describeIssue('RunAgentInput', parsed.error));
-    const context = contextOfHeaders((name) => c.req.header(name));
+    const context = contextOfHeaders(runHeaders(c));
     const started = await gateway.startAndFollow({ agentId: c.req.param('agentId'), input: parsed.data, door: 'agui', principal: c.get('principal'), ...(context ? { context } : {}) });
     if (!started.ok) return errorResponse(c, started.code, started.message, started.retryAfterSeconds);
     const { run, events } = started.value;

@@ -12,6 +12,7 @@ import { errorResponse } from './http-errors.js';
 import { jwksDoor, type PublishedKeys } from './jwks.js';
 import { openMode, type PrincipalResolver } from './principal.js';
 import type { SseOptions } from './sse.js';
+import { requestSpans, type DoorTracer } from './tracing.js';
 
 export interface AppOptions {
   gateway: Gateway;
@@ -29,6 +30,8 @@ export interface AppOptions {
   admission?: AdmissionLimits;
   /** Logs unexpected errors (the caller gets a 500 with no detail). */
   onError?: (error: unknown) => void;
+  /** Traces each request (and the A2A methods) with this tracer; absent, nothing is traced. */
+  tracing?: DoorTracer;
 }
 
 /** An agent's card, and where a client looks for one given an agent's URL without its "/". */
@@ -43,6 +46,8 @@ export function createApp(options: AppOptions) {
   // A run's input is stored whole in one DynamoDB item, which holds at most 400 KB.
   const maxBodyBytes = options.maxBodyBytes ?? 350 * 1024;
 
+  // First: a request's span covers its wait for admission too.
+  if (options.tracing) app.use('*', requestSpans(options.tracing));
   if (options.admission) app.use('*', admission(options.admission, maxBodyBytes));
   app.use(
     '*',
@@ -77,7 +82,7 @@ export function createApp(options: AppOptions) {
   });
 
   app.route('/agui', aguiDoor(gateway, sse));
-  app.route('/a2a', a2aDoor(gateway, sse, { onError: options.onError, signsPushes: options.pushKeys !== undefined, ...options.a2a }));
+  app.route('/a2a', a2aDoor(gateway, sse, { onError: options.onError, signsPushes: options.pushKeys !== undefined, tracing: options.tracing, ...options.a2a }));
 
   app.get('/threads/:threadId', async (c) => {
     const view = await gateway.threadView(c.req.param('threadId'), c.get('principal'));

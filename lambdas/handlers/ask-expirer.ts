@@ -4,6 +4,7 @@ import { waitTimestamp, type AskWaiterInput } from '../adapters/aws/step-functio
 import type { AskTimer } from '../core/ports.js';
 import { logger, publishMetrics } from '../runtimes/powertools.js';
 import { awsClients, createWiring, type WiringOptions } from '../runtimes/aws.js';
+import { flushing, tracingOf } from '../runtimes/tracing.js';
 
 /**
  * Inside the ask waiter's execution, a re-arm (the timer fired before the earliest `expiresAt`,
@@ -56,5 +57,8 @@ export function createAskExpirer(options: Omit<WiringOptions, 'timer'>) {
 let expirer: ReturnType<typeof createAskExpirer> | undefined;
 
 /** The expirer calls the record only: its re-arm goes back to its own execution, and it enqueues nothing. */
-export const handler = (input: AskWaiterInput, context: Context) =>
-  (expirer ??= createAskExpirer({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient }) }))(input, context);
+const tracing = tracingOf(process.env);
+
+export const handler = flushing(tracing, (input: AskWaiterInput, context: Context) =>
+  (expirer ??= createAskExpirer({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient }), tracing }))(input, context),
+);

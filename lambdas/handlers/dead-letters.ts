@@ -5,6 +5,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { parseThreadMessage } from '../adapters/aws/sqs-thread-queue.js';
 import { awsClients, createWiring, sqsThreadQueue, type WiringOptions } from '../runtimes/aws.js';
 import { eachMessage, logger, metrics } from '../runtimes/powertools.js';
+import { flushing, tracingOf } from '../runtimes/tracing.js';
 
 /**
  * The thread queue's dead-letter queue: a message lands there once its receives are used up, so
@@ -31,5 +32,8 @@ export function createDeadLetters(options: Omit<WiringOptions, 'providers' | 'ti
 let deadLetters: ReturnType<typeof createDeadLetters> | undefined;
 
 /** It calls the record, and the thread queue to let go of a link run's message: a failed run arms no timer and enqueues nothing. */
-export const handler = (event: SQSEvent, context: Context) =>
-  (deadLetters ??= createDeadLetters({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient, sqs: SQSClient }) }))(event, context);
+const tracing = tracingOf(process.env);
+
+export const handler = flushing(tracing, (event: SQSEvent, context: Context) =>
+  (deadLetters ??= createDeadLetters({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient, sqs: SQSClient }), tracing }))(event, context),
+);

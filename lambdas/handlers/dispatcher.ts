@@ -11,6 +11,7 @@ import { awsClients, createWiring, sqsThreadQueue, stepFunctionsAskTimer, type W
 import { awsLink } from '../runtimes/link/aws.js';
 import { eachMessage, logger, publishMetrics } from '../runtimes/powertools.js';
 import { createProviders } from '../runtimes/providers.js';
+import { flushing, tracingOf } from '../runtimes/tracing.js';
 
 /** Kept back from the Lambda deadline for settling a run: its closing events and its end. */
 export const SETTLE_MARGIN_MS = 30_000;
@@ -64,14 +65,16 @@ let dispatcher: Promise<ReturnType<typeof createDispatcher>> | undefined;
  * a run settles with asks), the agents of the `lambda` kind and, where the stack deploys it, the
  * provider link (offers over `@connections`, its timers, the link key secret).
  */
-export const handler = async (event: SQSEvent | BesideDispatch, context: Context) => {
+const tracing = tracingOf(process.env);
+
+export const handler = flushing(tracing, async (event: SQSEvent | BesideDispatch, context: Context) => {
   dispatcher ??= (async () => {
     const clients = awsClients(process.env, { dynamodb: DynamoDBClient, sqs: SQSClient, sfn: SFNClient, lambda: LambdaClient, secretsManager: SecretsManagerClient, connections: ApiGatewayManagementApiClient });
     const link = await awsLink(process.env, clients, systemClock, { newId: () => crypto.randomUUID() })?.();
-    return createDispatcher({ env: process.env, clients, ...(link ? { link: link.deps } : {}) });
+    return createDispatcher({ env: process.env, clients, tracing, ...(link ? { link: link.deps } : {}) });
   })().catch((error: unknown) => {
     dispatcher = undefined;
     throw error;
   });
   return (await dispatcher)(event, context);
-};
+});

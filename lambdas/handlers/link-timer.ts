@@ -5,6 +5,7 @@ import { systemClock } from '../adapters/system-clock.js';
 import { createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
 import { awsLink, linkFunctionClients } from '../runtimes/link/aws.js';
 import { eachMessage, logger, metrics } from '../runtimes/powertools.js';
+import { flushing, tracingOf } from '../runtimes/tracing.js';
 
 /**
  * The provider link's timers: each message of the link-timer queue is one job, delivered when its
@@ -42,4 +43,8 @@ export function createLinkTimer(options: Omit<WiringOptions, 'providers' | 'link
 let timerHandler: ReturnType<typeof createLinkTimer> | undefined;
 
 /** It reads and writes the record, posts to the link's connections, sends to its own queue (hops, later jobs), arms ask timers and lets thread-queue messages go. */
-export const handler = (event: SQSEvent, context: Context) => (timerHandler ??= createLinkTimer({ env: process.env, clients: linkFunctionClients(process.env) }))(event, context);
+const tracing = tracingOf(process.env);
+
+export const handler = flushing(tracing, (event: SQSEvent, context: Context) =>
+  (timerHandler ??= createLinkTimer({ env: process.env, clients: linkFunctionClients(process.env), tracing }))(event, context),
+);

@@ -4,6 +4,7 @@ import { LINK_PROOF_HEADER } from '../../packages/provider/src/wire.js';
 import { createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
 import { awsLink, awsLinkDoor, linkFunctionClients } from '../runtimes/link/aws.js';
 import { logger } from '../runtimes/powertools.js';
+import { flushing, tracingOf } from '../runtimes/tracing.js';
 
 /** What API Gateway hands a WebSocket route's function (the Lambda proxy integration). */
 export interface WebSocketEvent {
@@ -87,4 +88,8 @@ let handle: ReturnType<typeof createLinkRoutes> | undefined;
  * the link's timers, arms ask timers (a run that ends with asks), lets a settled run's thread-queue
  * message go, and reads the link key secret.
  */
-export const handler = (event: WebSocketEvent, context: Context) => (handle ??= createLinkRoutes({ env: process.env, clients: linkFunctionClients(process.env) }))(event, context);
+const tracing = tracingOf(process.env);
+
+export const handler = flushing(tracing, (event: WebSocketEvent, context: Context) =>
+  (handle ??= createLinkRoutes({ env: process.env, clients: linkFunctionClients(process.env), tracing }))(event, context),
+);

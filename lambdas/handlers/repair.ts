@@ -6,6 +6,7 @@ import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-la
 import { runIdOfImage } from '../adapters/aws/dynamodb/store/changes.js';
 import { awsClients, createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
 import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+import { flushing, tracingOf } from '../runtimes/tracing.js';
 
 /**
  * The record's repair: each change of a run (from the runs table's stream, at least once and in
@@ -46,5 +47,8 @@ export function createRepair(options: Omit<WiringOptions, 'providers'>) {
 let repair: ReturnType<typeof createRepair> | undefined;
 
 /** It reads and writes the record, sends to the thread queue (a queued run's message) and arms ask timers (a settle's). */
-export const handler = (event: DynamoDBStreamEvent, context: Context) =>
-  (repair ??= createRepair({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient, sqs: SQSClient, sfn: SFNClient }) }))(event, context);
+const tracing = tracingOf(process.env);
+
+export const handler = flushing(tracing, (event: DynamoDBStreamEvent, context: Context) =>
+  (repair ??= createRepair({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient, sqs: SQSClient, sfn: SFNClient }), tracing }))(event, context),
+);

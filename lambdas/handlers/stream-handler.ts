@@ -12,7 +12,6 @@ import type { Clock, RunChange, RunStore } from '../core/ports.js';
 import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
 import { InvocationPushSender, OutOfTime } from '../runtimes/push-delivery.js';
 import { awsClients, awsPushSender, createStore, tableNames, type Clients, type Environment } from '../runtimes/aws.js';
-import { traced } from '../runtimes/tracer.js';
 
 /**
  * One run's part of a batch: its latest record from the runs table (a status change), or its new
@@ -124,4 +123,4 @@ function tableOf(record: DynamoDBRecord): string | undefined {
 let streamHandler: ReturnType<typeof createStreamHandler> | undefined;
 
 export const handler = (event: DynamoDBStreamEvent, context: Context) =>
-  (streamHandler ??= createStreamHandler({ env: process.env, clients: traced(awsClients(process.env, { dynamodb: DynamoDBClient, secretsManager: SecretsManagerClient })) }))(event, context);
+  (streamHandler ??= createStreamHandler({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient, secretsManager: SecretsManagerClient }) }))(event, context);

@@ -5,6 +5,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
 import { awsClients, createWiring, sqsThreadQueue, stepFunctionsAskTimer, type WiringOptions } from '../runtimes/aws.js';
 import { logger, metrics, publishMetrics } from '../runtimes/powertools.js';
+import { flushing, tracingOf } from '../runtimes/tracing.js';
 
 /** What the schedule hands the sweep (the rule's constant input): how old a noted request must be to be of a dead function. */
 export interface SweepEvent {
@@ -38,5 +39,8 @@ export function createSweep(options: Omit<WiringOptions, 'providers'>) {
 let sweep: ReturnType<typeof createSweep> | undefined;
 
 /** It reads and writes the record, arms ask timers again (asks opened again) and sends to the thread queue (an interjection never handed over). */
-export const handler = (event: SweepEvent, context: Context) =>
-  (sweep ??= createSweep({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient, sqs: SQSClient, sfn: SFNClient }) }))(event, context);
+const tracing = tracingOf(process.env);
+
+export const handler = flushing(tracing, (event: SweepEvent, context: Context) =>
+  (sweep ??= createSweep({ env: process.env, clients: awsClients(process.env, { dynamodb: DynamoDBClient, sqs: SQSClient, sfn: SFNClient }), tracing }))(event, context),
+);

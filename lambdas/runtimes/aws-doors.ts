@@ -25,7 +25,6 @@ import { ENV } from './environment.js';
 import { systemClock } from '../adapters/system-clock.js';
 import { logger } from './powertools.js';
 import { PROVIDER_KINDS } from './providers.js';
-import { traced } from './tracer.js';
 
 /**
  * What the doors call: the record, the thread queue, the dispatcher (interjections, by an
@@ -35,7 +34,7 @@ import { traced } from './tracer.js';
  */
 export function doorsClients(env: Environment): Clients {
   const classes = { dynamodb: DynamoDBClient, sqs: SQSClient, sfn: SFNClient, lambda: LambdaClient, secretsManager: SecretsManagerClient, connections: ApiGatewayManagementApiClient };
-  return traced(awsClients(env, classes));
+  return awsClients(env, classes);
 }
 
 /**
@@ -80,6 +79,7 @@ export function doorsApp(options: DoorsOptions) {
       ...(pushKeys ? { pushKeys: async () => (await pushKeys()).published() } : {}),
       sse: { heartbeatMs: SSE_HEARTBEAT_MS, maxDurationMs: SSE_MAX_DURATION_MS },
       onError: (error) => logger.error('a door failed to answer', { error: error as Error }),
+      ...(options.tracing?.enabled ? { tracing: options.tracing } : {}),
     });
   };
   let app: ReturnType<typeof build> | undefined;

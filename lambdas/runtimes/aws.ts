@@ -12,6 +12,8 @@ import type { LinkDeps } from '../core/deps.js';
 import { ANONYMOUS, type Principal } from '../core/model.js';
 import type { ActorProofs, AskTimer, Clock, IdSource, LinkedProvider, Provider, ThreadQueue } from '../core/ports.js';
 import { composeRunLife, type RunLife } from '../core/run-life.js';
+import { tracedRunLife } from '../adapters/otel/runs.js';
+import type { Tracing } from '../adapters/otel/tracing.js';
 import type { PrincipalResolver } from '../doors/principal.js';
 import { createDynamoStore, type DynamoStore } from '../adapters/aws/dynamodb/store/store.js';
 import type { TableNames } from '../adapters/aws/dynamodb/tables.js';
@@ -91,6 +93,8 @@ export interface WiringOptions {
   link?: LinkDeps;
   /** Actor chains checked and relayed with funduq's link key (`awsLink`); absent, a request with a chain is refused `invalid_chain`. */
   proofs?: ActorProofs;
+  /** Traces runs' lives (and, at the doors, requests): `tracingOf(env)`; absent or disabled, nothing is traced. */
+  tracing?: Tracing;
 }
 
 /**
@@ -141,7 +145,7 @@ export function createWiring(options: WiringOptions, ports: AwsPorts = {}): { ga
         link: linkSettings(settings),
         lease: leaseSettings(readSettings(LEASE_SETTINGS, 'env', (name) => env[name])),
       },
-      life: composeRunLife(options.observers ?? defaultObservers(), (error, moment) =>
+      life: composeRunLife([...(options.observers ?? defaultObservers()), ...(options.tracing?.enabled ? [tracedRunLife(options.tracing)] : [])], (error, moment) =>
         logger.error('an observer of runs failed; the run goes on', { error: error as Error, moment }),
       ),
     },

@@ -7,6 +7,8 @@ import { createGateway, type Gateway } from '../core/gateway.js';
 import type { Budget } from '../core/model.js';
 import type { Clock, IdSource, RunStore } from '../core/ports.js';
 import { composeRunLife, type RunLife } from '../core/run-life.js';
+import { tracedRunLife } from '../adapters/otel/runs.js';
+import type { Tracing } from '../adapters/otel/tracing.js';
 import { apiKeyResolver, type ApiKeys } from '../doors/api-keys.js';
 import { createApp } from '../doors/app.js';
 import { openMode } from '../doors/principal.js';
@@ -90,6 +92,8 @@ export interface LocalSettings {
   ids?: IdSource;
   /** Who watches runs' lives (tests, tracing); none by default: one machine writes no metrics. */
   observers?: readonly RunLife[];
+  /** Traces requests and runs (`createTracing`, from the OTEL_* variables in `bin/local.ts`); absent, nothing is traced. */
+  tracing?: Tracing;
   log?: (line: string) => void;
 }
 
@@ -151,7 +155,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
       link: link.deps,
       proofs: link.proofs,
       turn: takeTurn,
-      life: composeRunLife(settings.observers ?? [], (error, moment) => report(`an observer of runs (${moment})`)(error, '')),
+      life: composeRunLife([...(settings.observers ?? []), ...(settings.tracing?.enabled ? [tracedRunLife(settings.tracing)] : [])], (error, moment) => report(`an observer of runs (${moment})`)(error, '')),
       settings: {
         threadQueueLimit: settings.threadQueueLimit,
         ...(settings.tenantRunsPerMinute !== undefined ? { tenantRunsPerMinute: settings.tenantRunsPerMinute } : {}),
@@ -195,6 +199,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
     a2a: { publicUrl: settings.publicUrl },
     pushKeys: async () => pushKeys.published(),
     onError: (error) => report('request')(error, ''),
+    ...(settings.tracing?.enabled ? { tracing: settings.tracing } : {}),
   });
   // Listening comes before the queue runs anything: a port that is taken stops the start with nothing dispatched.
   const server = await listen(app.fetch, settings).catch(async (error: unknown) => {

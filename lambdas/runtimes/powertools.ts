@@ -2,7 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 
-/** Powertools for every handler; the POWERTOOLS_* variables the stack sets tune them further. Tracing: `tracer.ts`. */
+/** Powertools for every handler; the POWERTOOLS_* variables the stack sets tune them further. Traces: OpenTelemetry (`tracing.ts`). */
 export const logger = new Logger({ serviceName: 'funduq' });
 export const metrics = new Metrics({ namespace: 'funduq', serviceName: 'funduq' });
 

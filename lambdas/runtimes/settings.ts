@@ -217,6 +217,11 @@ export const DEPLOY_SETTINGS = {
    * Never on a real stage: it lifts the push sender's guard against requests to the function's own network.
    */
   pushToLoopbackForTests: setting({ env: 'FUNDUQ_PUSH_TO_LOOPBACK_FOR_TESTS', context: 'pushToLoopbackForTests', read: flag, default: false }),
+  /**
+   * Where every function sends its traces (an OTLP/HTTP collector's base URL): it reaches them as
+   * the standard `OTEL_EXPORTER_OTLP_ENDPOINT` (read by `runtimes/tracing.ts`). Unset: no traces.
+   */
+  otlpEndpoint: setting({ env: 'OTEL_EXPORTER_OTLP_ENDPOINT', context: 'otlpEndpoint', read: z.string().url('must be a URL (https://collector.example:4318)') }),
 };
 
 type Group = Record<string, Setting<any, any>>;

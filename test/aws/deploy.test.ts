@@ -51,7 +51,7 @@ describe('the stack as deployed', { timeout: 120_000 }, () => {
     }
   });
 
-  it('bundles in each function the AWS clients it calls and no others, and the X-Ray SDK only where it traces', async () => {
+  it('bundles in each function the AWS clients it calls and no others, the X-Ray SDK in none, and OpenTelemetry where runs are traced', async () => {
     const { box } = aws;
     const markers = {
       dynamodb: 'DynamoDB_20120810',
@@ -59,20 +59,21 @@ describe('the stack as deployed', { timeout: 120_000 }, () => {
       sfn: 'AWSStepFunctions',
       lambda: '/2015-03-31/functions',
       xray: 'AWS_XRAY_DAEMON_ADDRESS',
+      otel: 'OTEL_BSP_SCHEDULE_DELAY',
       connections: 'PostToConnection',
     };
     // The thread queue is in every function that settles runs: a link run's held message is let go there.
     const expected: Record<string, string[]> = {
-      doors: ['dynamodb', 'sqs', 'sfn', 'lambda', 'xray', 'connections'],
-      'doors-stream': ['dynamodb', 'sqs', 'sfn', 'lambda', 'xray', 'connections'],
-      dispatcher: ['dynamodb', 'sqs', 'sfn', 'lambda', 'connections'],
-      'ask-expirer': ['dynamodb'],
-      'stream-handler': ['dynamodb', 'xray'],
-      'dead-letters': ['dynamodb', 'sqs'],
-      repair: ['dynamodb', 'sqs', 'sfn'],
-      link: ['dynamodb', 'sqs', 'sfn', 'connections'],
-      'link-timer': ['dynamodb', 'sqs', 'sfn', 'connections'],
-      sweep: ['dynamodb', 'sqs', 'sfn'],
+      doors: ['dynamodb', 'sqs', 'sfn', 'lambda', 'otel', 'connections'],
+      'doors-stream': ['dynamodb', 'sqs', 'sfn', 'lambda', 'otel', 'connections'],
+      dispatcher: ['dynamodb', 'sqs', 'sfn', 'lambda', 'otel', 'connections'],
+      'ask-expirer': ['dynamodb', 'otel'],
+      'stream-handler': ['dynamodb'],
+      'dead-letters': ['dynamodb', 'sqs', 'otel'],
+      repair: ['dynamodb', 'sqs', 'sfn', 'otel'],
+      link: ['dynamodb', 'sqs', 'sfn', 'otel', 'connections'],
+      'link-timer': ['dynamodb', 'sqs', 'sfn', 'otel', 'connections'],
+      sweep: ['dynamodb', 'sqs', 'sfn', 'otel'],
     };
     const found: Record<string, string[]> = {};
     for (const fn of box.lambda.functions.values()) {

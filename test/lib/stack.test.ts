@@ -673,18 +673,27 @@ describe('the tenant settings', () => {
 describe('the functions', () => {
   const { template } = defaults;
 
-  it('run Node.js 22 on arm64 with active tracing, Powertools configured and logs kept 30 days by default', () => {
+  it('run Node.js 22 on arm64 without X-Ray (traces are OpenTelemetry), Powertools configured and logs kept 30 days by default', () => {
     const functions = Object.values(resources(template, 'AWS::Lambda::Function'));
     expect(functions).toHaveLength(10);
     for (const fn of functions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
         Architectures: ['arm64'],
-        TracingConfig: { Mode: 'Active' },
         Environment: { Variables: expect.objectContaining({ POWERTOOLS_SERVICE_NAME: 'funduq' }) },
       });
+      expect(fn.Properties.TracingConfig).toBeUndefined();
     }
     template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+  });
+
+  it('send every function\'s traces to the collector otlpEndpoint names, and nowhere without it', () => {
+    for (const fn of Object.values(resources(template, 'AWS::Lambda::Function'))) {
+      expect(fn.Properties.Environment.Variables).not.toHaveProperty('OTEL_EXPORTER_OTLP_ENDPOINT');
+    }
+    const traced = Object.values(resources(synth({ otlpEndpoint: 'https://collector.example:4318' }).template, 'AWS::Lambda::Function'));
+    expect(traced).toHaveLength(10);
+    for (const fn of traced) expect(fn.Properties.Environment.Variables.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('https://collector.example:4318');
   });
 
   it('hand the core the thread queue limit from the settings (default 8)', () => {

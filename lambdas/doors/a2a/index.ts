@@ -10,6 +10,7 @@ import { jsonRpc } from './jsonrpc.js';
 import { legacyRestRoutes } from './legacy-rest.js';
 import { restRoutes } from './rest.js';
 import { LEGACY_VERSION } from './wire.js';
+import type { DoorTracer } from '../tracing.js';
 
 type Env = { Variables: { principal: Principal } };
 
@@ -22,6 +23,8 @@ export interface A2aDoorOptions {
   onError?: (error: unknown) => void;
   /** Push notifications are signed, with the keys at the gateway's `JWKS_PATH`: the cards say so. */
   signsPushes?: boolean;
+  /** Each A2A method a span under its request's. */
+  tracing?: DoorTracer;
 }
 
 /**
@@ -66,13 +69,13 @@ export function a2aDoor(gateway: Gateway, sse: SseOptions, options: A2aDoorOptio
   const rpc = async (c: Context<Env>) => {
     const agent = await agentOf(c);
     if (!agent) return errorResponse(c, 'agent_not_found', `no agent named "${c.req.param('agentId')}"`);
-    return jsonRpc(c, tasks, agent, cardFor(c, agent), sse, options.onError);
+    return jsonRpc(c, tasks, agent, cardFor(c, agent), sse, options.onError, options.tracing);
   };
   // The card names the endpoint with its "/"; the URL without it is the same endpoint.
   door.post('/:agentId/', rpc);
   door.post('/:agentId', rpc);
 
-  const rest = { tasks, agentOf, cardFor, sse, onError: options.onError };
+  const rest = { tasks, agentOf, cardFor, sse, onError: options.onError, tracing: options.tracing };
   door.route('/:agentId/rest/v1', legacyRestRoutes(rest));
   door.route('/:agentId/rest', restRoutes(rest));
   return door;

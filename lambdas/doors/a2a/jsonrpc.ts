@@ -6,6 +6,7 @@ import type { Context } from 'hono';
 import type { Tasks } from '../../core/a2a/tasks.js';
 import type { Agent, Principal } from '../../core/model.js';
 import type { SseOptions } from '../sse.js';
+import { requestTraceContext, tracedA2a, type DoorTracer } from '../tracing.js';
 import { a2aError, PARSE_ERROR, retryAfterIn } from './errors.js';
 import { AgentRequestHandler } from './handler.js';
 import { legacyStream } from './legacy.js';
@@ -26,6 +27,7 @@ export async function jsonRpc(
   card: AgentCard,
   sse: SseOptions,
   onError?: (error: unknown) => void,
+  tracing?: DoorTracer,
 ): Promise<Response> {
   const requested = c.req.header(A2A_VERSION_HEADER);
   const legacy = (requested || LEGACY_VERSION) === LEGACY_VERSION;
@@ -52,7 +54,7 @@ export async function jsonRpc(
   if (deep) return c.json({ jsonrpc: '2.0', id, error: mapError(a2aError({ ok: false, code: 'invalid_input', message: deep })) });
   const stop = new AbortController();
   const caller = callerOf(c, agent);
-  const handler = new AgentRequestHandler(tasks, caller, card, stop.signal, cursorFrom(c, paramsMetadata(body)), sse.maxDurationMs);
+  const handler = tracedA2a(new AgentRequestHandler(tasks, caller, card, stop.signal, cursorFrom(c, paramsMetadata(body)), sse.maxDurationMs), tracing, requestTraceContext(c));
   const transport = legacy ? new LegacyJsonRpcTransportHandler(handler) : new JsonRpcTransportHandler(handler);
   // Arrays, primitives and null are the transport's to refuse (Invalid Request), not ours.
   const answer = await transport.handle(body as Record<string, unknown>, context);

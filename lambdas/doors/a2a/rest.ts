@@ -19,6 +19,7 @@ import type { Tasks } from '../../core/a2a/tasks.js';
 import type { Agent, Principal } from '../../core/model.js';
 import { errorResponse } from '../http-errors.js';
 import type { SseOptions } from '../sse.js';
+import { requestTraceContext, tracedA2a, type DoorTracer } from '../tracing.js';
 import { restError } from './errors.js';
 import { AgentRequestHandler } from './handler.js';
 import { callContext, callerOf, cursorFrom, isObject, jsonBody, LEGACY_VERSION, streamResponse, wholeNumber } from './wire.js';
@@ -56,7 +57,7 @@ export function bindingCall(options: RestOptions, binding: Binding, work: (call:
       validateVersion(context.requestedVersion, card, 'HTTP+JSON');
       const metadata = isObject(body) && isObject(body.metadata) ? body.metadata : undefined;
       const caller = callerOf(c, agent);
-      const handler = new AgentRequestHandler(options.tasks, caller, card, stop.signal, cursorFrom(c, metadata), options.sse.maxDurationMs);
+      const handler = tracedA2a(new AgentRequestHandler(options.tasks, caller, card, stop.signal, cursorFrom(c, metadata), options.sse.maxDurationMs), options.tracing, requestTraceContext(c));
       return await work({ handler, context, stop, body, c });
     } catch (error) {
       stop.abort();
@@ -73,6 +74,7 @@ export interface RestOptions {
   cardFor: (c: Context<Env>, agent: Agent) => AgentCard;
   sse: SseOptions;
   onError?: (error: unknown) => void;
+  tracing?: DoorTracer;
 }
 
 /**

@@ -7,6 +7,7 @@ import type { Agent, Principal } from '../../core/model.js';
 import { contextOfHeaders } from '../../core/run-context.js';
 import { MAX_DEPTH, nestedDeeperThan } from '../../core/storable.js';
 import { eventStream, SSE_HEADERS, type SseOptions } from '../sse.js';
+import { runHeaders } from '../tracing.js';
 
 /** A2A 0.3 requests carry `A2A-Version: 0.3` or no version header at all (the SDK's rule). */
 export const LEGACY_VERSION = '0.3';
@@ -14,7 +15,7 @@ const LEGACY_EXTENSION_HEADER = 'X-A2A-Extensions';
 
 /** Who calls at this agent, and what the runs their request starts carry from its headers. */
 export function callerOf(c: Context<{ Variables: { principal: Principal } }>, agent: Agent): Caller {
-  const context = contextOfHeaders((name) => c.req.header(name));
+  const context = contextOfHeaders(runHeaders(c));
   return { agentId: agent.id, principal: c.get('principal'), agent, ...(context ? { context } : {}) };
 }
 

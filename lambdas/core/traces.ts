@@ -1,0 +1,108 @@
+/**
+ * Every span, attribute and event name funduq's traces use, in one place: the doors' spans and the
+ * run observer's (`adapters/otel/`) both take them from here, so the core holds them as it holds
+ * the other words of the protocols (names only: nothing here traces). The GenAI conventions
+ * (and A2A's, which OpenTelemetry has not written yet) are all "Development": names may change
+ * between versions of the conventions, so they are copied here, as OpenTelemetry asks of
+ * instrumentations (the `incubating` entry of @opentelemetry/semantic-conventions is not for
+ * runtime code), and the schema they follow is named on every span's scope.
+ */
+
+/** The semantic conventions these names follow (GenAI as of semconv 1.41.0). */
+export const SCHEMA_URL = 'https://opentelemetry.io/schemas/1.41.0';
+/** The instrumentation scope of every span. */
+export const SCOPE = 'funduq';
+
+export const SPAN = {
+  /** The HTTP server span: `{method} {route}` (HTTP semconv, stable). */
+  http: (method: string, route: string) => `${method} ${route}`,
+  /** A run's wait in its thread's queue, from its record to its dispatch. */
+  queueWait: 'funduq.queue.wait',
+  /** One call to the run's provider (GenAI agent spans: `invoke_agent {gen_ai.agent.name}`). */
+  invokeAgent: (agent: string) => `invoke_agent ${agent}`,
+  /** A run's asks expired unanswered (the run itself ended long before, maybe elsewhere). */
+  askExpiry: 'funduq.ask.expiry',
+  /** A submission refused before any run was recorded (a full queue, a tenant's limit or budget). */
+  refused: 'funduq.run.refused',
+} as const;
+
+/** The A2A methods as the A2A specification names them (1.0): each is the name of its span. */
+export const A2A_METHOD = {
+  sendMessage: 'SendMessage',
+  sendMessageStream: 'SendStreamingMessage',
+  getTask: 'GetTask',
+  listTasks: 'ListTasks',
+  cancelTask: 'CancelTask',
+  resubscribe: 'SubscribeToTask',
+  getAuthenticatedExtendedAgentCard: 'GetExtendedAgentCard',
+  createTaskPushNotificationConfig: 'CreateTaskPushNotificationConfig',
+  getTaskPushNotificationConfig: 'GetTaskPushNotificationConfig',
+  listTaskPushNotificationConfigs: 'ListTaskPushNotificationConfigs',
+  deleteTaskPushNotificationConfig: 'DeleteTaskPushNotificationConfig',
+} as const;
+
+export const ATTR = {
+  // HTTP (stable)
+  httpMethod: 'http.request.method',
+  httpRoute: 'http.route',
+  httpStatus: 'http.response.status_code',
+  urlPath: 'url.path',
+  urlScheme: 'url.scheme',
+  userAgent: 'user_agent.original',
+  errorType: 'error.type',
+  // RPC
+  rpcSystem: 'rpc.system',
+  rpcMethod: 'rpc.method',
+  // GenAI (Development)
+  operationName: 'gen_ai.operation.name',
+  agentName: 'gen_ai.agent.name',
+  agentId: 'gen_ai.agent.id',
+  conversationId: 'gen_ai.conversation.id',
+  providerName: 'gen_ai.provider.name',
+  requestModel: 'gen_ai.request.model',
+  responseModel: 'gen_ai.response.model',
+  inputTokens: 'gen_ai.usage.input_tokens',
+  outputTokens: 'gen_ai.usage.output_tokens',
+  toolName: 'gen_ai.tool.name',
+  toolCallId: 'gen_ai.tool.call.id',
+  /** The messages the agent was given, as JSON: only with content capture on. */
+  inputMessages: 'gen_ai.input.messages',
+  // A2A (no OpenTelemetry convention yet: the names A2A's own SDKs use)
+  taskId: 'a2a.task.id',
+  taskState: 'a2a.task.state',
+  messageId: 'a2a.message.id',
+  // funduq's own
+  runId: 'funduq.run.id',
+  threadId: 'funduq.thread.id',
+  tenant: 'funduq.tenant',
+  door: 'funduq.door',
+  outcome: 'funduq.run.outcome',
+  status: 'funduq.run.status',
+  code: 'funduq.code',
+  askIds: 'funduq.ask.ids',
+  answeredBy: 'funduq.ask.answered_by',
+  askExpiresAt: 'funduq.ask.expires_at',
+  /** Every model the usage record names (gen_ai.response.model holds one). */
+  models: 'funduq.usage.models',
+  observed: 'funduq.observed',
+} as const;
+
+/** `gen_ai.operation.name` of a call to an agent. */
+export const INVOKE_AGENT = 'invoke_agent';
+
+export const EVENT = {
+  /** The run ended with interrupts: each ask it opened. */
+  askOpened: 'funduq.ask.opened',
+  /** A later run answered the run's asks. */
+  askAnswered: 'funduq.ask.answered',
+  /** The run's asks expired unanswered. */
+  askExpired: 'funduq.ask.expired',
+  /** A tool call the agent reported (the gateway executes none: observed, not run). */
+  toolCall: 'funduq.tool_call',
+  /** A cancel of the running run was recorded. */
+  cancelRequested: 'funduq.run.cancel_requested',
+} as const;
+
+/** W3C Trace Context's headers (https://www.w3.org/TR/trace-context/). */
+export const TRACEPARENT = 'traceparent';
+export const TRACESTATE = 'tracestate';

@@ -1,0 +1,101 @@
+import { createTracing, type SamplerName, type Tracing, type TracingConfig } from '../adapters/otel/tracing.js';
+import type { Environment } from './aws.js';
+import { SettingsError } from './settings.js';
+
+const SAMPLERS: readonly SamplerName[] = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
+
+/**
+ * Tracing as the standard `OTEL_*` variables configure it (the OpenTelemetry SDK's environment
+ * specification), read by `bin/` and the handlers: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as
+ * it is) or `OTEL_EXPORTER_OTLP_ENDPOINT` (`/v1/traces` appended), their `…_HEADERS`
+ * (`key=value,…`, values URL-encoded), `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER` and its
+ * `…_ARG`, `OTEL_SDK_DISABLED`, `OTEL_TRACES_EXPORTER=none`; and the GenAI instrumentations'
+ * `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` for message content. No endpoint: no traces.
+ * A value that cannot be used throws `SettingsError`, one line naming the variable.
+ */
+export function tracingConfig(get: (name: string) => string | undefined): TracingConfig {
+  const read = (name: string) => {
+    const value = get(name)?.trim();
+    return value === undefined || value === '' ? undefined : value;
+  };
+  const bad = (name: string, takes: string): never => {
+    throw new SettingsError(`funduq: ${name} ${takes}, got "${read(name)}"`);
+  };
+  const serviceName = read('OTEL_SERVICE_NAME') ?? 'funduq';
+  const disabled = read('OTEL_SDK_DISABLED')?.toLowerCase() === 'true';
+  const exporter = read('OTEL_TRACES_EXPORTER');
+  if (exporter !== undefined && !['otlp', 'none'].includes(exporter)) bad('OTEL_TRACES_EXPORTER', 'must be otlp or none (funduq exports OTLP over HTTP)');
+  const protocol = read('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  if (read(protocol) !== undefined && !['http/json', 'http/protobuf'].includes(read(protocol)!)) bad(protocol, 'must be http/json or http/protobuf (funduq sends OTLP/HTTP; grpc is not offered)');
+  const endpoint = endpointOf(read('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'), read('OTEL_EXPORTER_OTLP_ENDPOINT'), bad);
+  const headersName = read('OTEL_EXPORTER_OTLP_TRACES_HEADERS') ? 'OTEL_EXPORTER_OTLP_TRACES_HEADERS' : 'OTEL_EXPORTER_OTLP_HEADERS';
+  const headers = headersOf(read(headersName), () => bad(headersName, 'must be key=value pairs separated by commas'));
+  const samplerName = read('OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on';
+  if (!SAMPLERS.includes(samplerName as SamplerName)) bad('OTEL_TRACES_SAMPLER', `must be one of ${SAMPLERS.join(', ')}`);
+  const arg = read('OTEL_TRACES_SAMPLER_ARG');
+  const ratio = arg === undefined ? 1 : Number(arg);
+  if (!(ratio >= 0 && ratio <= 1)) bad('OTEL_TRACES_SAMPLER_ARG', 'must be a ratio from 0 to 1');
+  const capture = read('OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT')?.toLowerCase();
+  if (capture !== undefined && capture !== 'true' && capture !== 'false') bad('OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', 'must be true or false');
+  return {
+    serviceName,
+    ...(endpoint !== undefined && !disabled && exporter !== 'none' ? { endpoint } : {}),
+    ...(headers ? { headers } : {}),
+    sampler: { name: samplerName as SamplerName, ratio },
+    captureContent: capture === 'true',
+  };
+}
+
+function endpointOf(traces: string | undefined, base: string | undefined, bad: (name: string, takes: string) => never): string | undefined {
+  const name = traces !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  const given = traces ?? base;
+  if (given === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(given);
+  } catch {
+    return bad(name, 'must be an http or https URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') bad(name, 'must be an http or https URL');
+  // The signal-specific variable is the whole URL; the base one gets the signal's path (OTLP exporter spec).
+  return traces !== undefined ? given : `${given.replace(/\/+$/, '')}/v1/traces`;
+}
+
+function headersOf(text: string | undefined, bad: () => never): Record<string, string> | undefined {
+  if (text === undefined) return undefined;
+  const headers: Record<string, string> = {};
+  for (const pair of text.split(',')) {
+    if (pair.trim() === '') continue;
+    const at = pair.indexOf('=');
+    if (at <= 0) bad();
+    try {
+      headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      bad();
+    }
+  }
+  return headers;
+}
+
+let processTracing: { env: Environment; tracing: Tracing } | undefined;
+
+/** The process's tracing, from the function's environment (the OTEL_* variables the stack sets): one per container. */
+export function tracingOf(env: Environment): Tracing {
+  if (processTracing?.env !== env) processTracing = { env, tracing: createTracing(tracingConfig((name) => env[name])) };
+  return processTracing.tracing;
+}
+
+/**
+ * A handler whose invocation returns only once its spans are sent: Lambda freezes an environment
+ * between invocations, and a batch still waiting in the span processor then goes nowhere (or
+ * late, with the next invocation). Nothing to send costs nothing.
+ */
+export function flushing<A extends unknown[], R>(tracing: Tracing, handler: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args) => {
+    try {
+      return await handler(...args);
+    } finally {
+      await tracing.flush();
+    }
+  };
+}

@@ -1,0 +1,84 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runInput } from '../support/aws-box/run-input.js';
+import { BOX_CONTEXT, useAwsBox } from '../support/aws-box/box.js';
+import { readSse } from '../support/gateway.js';
+import { startHeldAgent, type HeldAgent } from '../support/held-agent.js';
+
+/** What the stack is deployed with; the box points it at the receiver below before any function starts. */
+const COLLECTOR = 'http://otlp-receiver.box.invalid:4318';
+
+interface ReceivedSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  service: string;
+}
+
+/** An OTLP/HTTP receiver on loopback: the spans every function exported, as OTLP/JSON carries them. */
+const received: ReceivedSpan[] = [];
+let receiver: Server;
+const aws = useAwsBox({ context: { ...BOX_CONTEXT, otlpEndpoint: COLLECTOR } });
+let held: HeldAgent;
+
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      const payload = JSON.parse(body) as {
+        resourceSpans: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeSpans: { spans: Omit<ReceivedSpan, 'service'>[] }[] }[];
+      };
+      for (const { resource, scopeSpans } of payload.resourceSpans) {
+        const service = resource.attributes.find((attribute) => attribute.key === 'service.name')?.value.stringValue ?? '';
+        for (const { spans } of scopeSpans) for (const span of spans) received.push({ ...span, service });
+      }
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  aws.box.lambda.rewrites.set(COLLECTOR, `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`);
+  held = await startHeldAgent();
+  const put = await aws.box.admin('PUT', 'agents/held', { url: held.url, description: 'holds its runs' });
+  expect(put.status).toBe(201);
+});
+
+afterAll(async () => {
+  held?.release();
+  await held?.close();
+  receiver?.close();
+});
+
+describe('traces on AWS', { timeout: 120_000 }, () => {
+  it('follow one trace from the caller through the door, the thread queue and the dispatcher to the agent, each function flushing its spans', async () => {
+    const { box } = aws;
+    const traceId = randomUUID().replaceAll('-', '');
+    const input = runInput(`t-${randomUUID()}`, 'traced');
+    const response = await box.fetch(`${box.url}/agui/held`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: `00-${traceId}-${'2'.repeat(16)}-01` },
+      body: JSON.stringify(input),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('traceparent')).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    await vi.waitFor(() => expect(held.received.map((run) => run.runId)).toContain(input.runId), { timeout: 30_000 });
+    const headers = held.headers[held.received.findIndex((run) => run.runId === input.runId)];
+    expect(headers.traceparent).toMatch(new RegExp(`^00-${traceId}-`));
+    held.release();
+    await readSse(response);
+
+    const inTrace = () => received.filter((span) => span.traceId.toLowerCase() === traceId);
+    await vi.waitFor(() => expect(inTrace().map((span) => span.name)).toEqual(expect.arrayContaining(['POST /agui/:agentId', 'funduq.queue.wait', 'invoke_agent held'])), { timeout: 30_000 });
+    const server = inTrace().find((span) => span.name === 'POST /agui/:agentId')!;
+    const call = inTrace().find((span) => span.name === 'invoke_agent held')!;
+    expect(server.parentSpanId).toBe('2'.repeat(16));
+    // The dispatcher's call is the door's request's child, across the queue; the agent was called as its child.
+    expect(call.parentSpanId).toBe(server.spanId);
+    expect(headers.traceparent).toBe(`00-${traceId}-${call.spanId}-01`);
+    expect(new Set(inTrace().map((span) => span.service))).toEqual(new Set(['funduq']));
+  });
+});
