@@ -38,13 +38,12 @@ const MAY_IMPORT: Record<string, string[]> = {
 };
 
 describe('the layers', () => {
-  it('keep A2A out of the record’s stores: a store is given the task index’s entries, it never computes them', () => {
-    const stores = ['adapters/local/sqlite', 'adapters/aws/dynamodb/store'].flatMap((folder) =>
-      readdirSync(join(LAMBDAS, folder), { encoding: 'utf8' })
-        .filter((name) => name.endsWith('.ts'))
-        .map((name) => `${folder}/${name}`),
-    );
+  it('keep A2A out of the adapters: a store is given the task index’s entries, it never computes them, and no adapter runs an A2A use case', () => {
+    const stores = readdirSync(join(LAMBDAS, 'adapters'), { recursive: true, encoding: 'utf8' })
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => `adapters/${name}`);
     expect(stores).toContain('adapters/local/sqlite/tasks.ts');
+    expect(stores).toContain('adapters/http/push-sender.ts');
     const offending = stores.filter((name) => /from\s*['"][^'"]*\/core\/a2a\//.test(readFileSync(join(LAMBDAS, name), 'utf8')));
     expect(offending).toEqual([]);
   });

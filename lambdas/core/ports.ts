@@ -236,6 +236,9 @@ export interface PushNotification {
   body: unknown;
 }
 
+/** The header every push notification carries the gateway's JWT in (the A2A door's signing extension names it). */
+export const PUSH_JWT_HEADER = 'X-Funduq-Notification-JWT';
+
 /**
  * Sends A2A push notifications. `vet` says why a target must not be called (an address that is
  * private, loopback or link-local, a scheme not allowed), or nothing when it may; `send` delivers

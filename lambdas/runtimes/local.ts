@@ -17,7 +17,7 @@ import type { TableNames } from '../adapters/aws/dynamodb/tables.js';
 import { HttpPushSender, type PushSenderSettings } from '../adapters/http/push-sender.js';
 import { InProcessAskTimer } from '../adapters/local/ask-timer.js';
 import { InProcessChangeFeed } from '../adapters/local/change-feed.js';
-import { InProcessPushDriver, noticingPushConfigs } from '../adapters/local/push-driver.js';
+import { InProcessPushDriver, noticingPushConfigs } from './push-driver.js';
 import { dynaliteDirError, holdsOnlyDynalite, inUseError, markHolder, recordFile } from '../adapters/local/data-dir.js';
 import { ensureTables, inProcessDynamoClient, startDynalite } from '../adapters/local/dynalite.js';
 import { createSqliteStore, StoreLocked, type SqliteStore } from '../adapters/local/sqlite/store.js';

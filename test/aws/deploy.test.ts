@@ -133,7 +133,8 @@ describe('the stack as deployed', { timeout: 120_000 }, () => {
     const input = runInput(`t-${randomUUID()}`, '/slow 50');
     let killed = false;
     box.hook = (call) => {
-      if (killed || call.caller !== 'dispatcher' || call.n !== 4) return 'serve';
+      // Mid-run: at its first write of the run's events (the run is running, its lease taken).
+      if (killed || call.caller !== 'dispatcher' || call.action !== 'dynamodb:BatchWriteItem') return 'serve';
       killed = true;
       return 'kill';
     };

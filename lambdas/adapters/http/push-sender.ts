@@ -3,8 +3,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { A2A_CONTENT_TYPE, StreamResponse } from '@a2a-js/sdk';
-import { PUSH_JWT_HEADER } from '../../core/a2a/vocabulary.js';
-import type { PushNotification, PushSender } from '../../core/ports.js';
+import { PUSH_JWT_HEADER, type PushNotification, type PushSender } from '../../core/ports.js';
 import { addressRefusal } from './push-addresses.js';
 import type { PushKeys } from './push-signing.js';
 

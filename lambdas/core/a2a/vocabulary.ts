@@ -38,7 +38,7 @@ export const SETTLED_TASK_STATES: ReadonlySet<TaskState> = new Set<TaskState>([
  * `Authorization: Bearer` when its config brings no authentication of its own).
  */
 export const PUSH_SIGNING_EXTENSION = 'https://github.com/hukaichun/funduq/ext/push-signing/v1';
-export const PUSH_JWT_HEADER = 'X-Funduq-Notification-JWT';
+export { PUSH_JWT_HEADER } from '../ports.js';
 
 /** funduq's own key in A2A `metadata`, beside the caller's and the agent's keys. */
 export const FUNDUQ_METADATA_KEY = 'funduq';

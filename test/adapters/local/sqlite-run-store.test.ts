@@ -25,9 +25,10 @@ function openStore(): SqliteStore {
   return store;
 }
 
-/** A record as schema 4 left it: without the task index, its runs' inputs in their rows, no arrivals, no principals' keys. */
+/** A record as schema 4 left it: without the task index, its runs' inputs in their rows, no arrivals, no principals' keys, no leases. */
 function asSchema4(raw: Database.Database): void {
   raw.exec(`
+    DROP TABLE leases;
     DROP TABLE principals;
     DROP TABLE arrivals;
     ALTER TABLE runs ADD COLUMN input TEXT NOT NULL DEFAULT '';

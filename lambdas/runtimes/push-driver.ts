@@ -1,8 +1,8 @@
-import type { CoreDeps } from '../../core/deps.js';
-import { deliverPush, planPush, type PushPlan } from '../../core/a2a/push.js';
-import { isTerminal, type Run } from '../../core/model.js';
-import type { PushConfig } from '../../core/model.js';
-import type { PushConfigs, PushSender, RunChange, RunStore } from '../../core/ports.js';
+import type { CoreDeps } from '../core/deps.js';
+import { deliverPush, planPush, type PushPlan } from '../core/a2a/push.js';
+import { isTerminal, type Run } from '../core/model.js';
+import type { PushConfig } from '../core/model.js';
+import type { PushConfigs, PushSender, RunChange, RunStore } from '../core/ports.js';
 
 /**
  * Push notifications on one machine, driven by the in-process change feed. Changes are planned
