@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ADDRESSED_RUN_ID_KEY } from '../../lambdas/core/interjection.js';
 import { isTerminal } from '../../lambdas/core/model.js';
 import { runInput } from '../support/aws-box/run-input.js';
-import { useAwsBox, type AwsBox } from '../support/aws-box/box.js';
+import { BOX_CONTEXT, useAwsBox, type AwsBox } from '../support/aws-box/box.js';
 import type { Execution } from '../support/aws-box/step-functions.js';
 import { eventually } from '../support/core-harness.js';
 import { readSse } from '../support/gateway.js';
@@ -24,7 +24,12 @@ import { recordBreaks } from '../support/record-invariants.js';
  * Every wait of a case is bounded (`within`): a case that strands something fails naming itself
  * and what the box held, not at the file's timeout.
  */
-const aws = useAwsBox();
+// The box moves its wall clock forward past the sweep's bound (21 minutes) at once while a held
+// run's dispatcher lives on, its own timers on real time: to the lease that reads as a dispatcher
+// frozen for 21 minutes, which no Lambda function lives through. So here a lease lapses after an
+// hour, and what the matrix kills is what it tests; a dispatcher's lease and its lapse are
+// test/aws/dispatcher.test.ts's, with the stack's defaults.
+const aws = useAwsBox({ context: { ...BOX_CONTEXT, leaseLapseSeconds: '3600' } });
 
 beforeAll(async () => {
   expect((await aws.box.admin('PUT', 'agents/demo', { provider: 'demo', description: 'the demo agent' })).status).toBe(201);
