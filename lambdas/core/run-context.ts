@@ -1,4 +1,5 @@
 import type { RunContext } from './model.js';
+import { ANSWERS_CONTEXT, TRACEPARENT } from './traces.js';
 import { utf8Bytes } from './storable.js';
 
 /**
@@ -46,4 +47,20 @@ export function contextOfHeaders(header: (name: string) => string | undefined | 
     if (runContextProblem(context) !== undefined) delete context[name];
   }
   return Object.keys(context).length > 0 ? context : undefined;
+}
+
+/**
+ * An answer run's context: the caller's, with the asking run's `traceparent` under
+ * `funduq-answers` (so the answer's trace links to the asking one from the record alone), kept
+ * only when the context stays within its limits with it. The caller's own entry of that name, if
+ * any, gives way to it, and goes when the asking run carries no trace.
+ */
+export function answerContext(context: RunContext | undefined, asking: { context?: RunContext }): RunContext | undefined {
+  const { [ANSWERS_CONTEXT]: _given, ...own } = context ?? {};
+  const traceparent = asking.context?.[TRACEPARENT];
+  if (traceparent !== undefined) {
+    const withLink = { ...own, [ANSWERS_CONTEXT]: traceparent };
+    if (runContextProblem(withLink) === undefined) return withLink;
+  }
+  return Object.keys(own).length > 0 ? own : undefined;
 }

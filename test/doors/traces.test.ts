@@ -2,6 +2,7 @@ import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTrans
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { tracedRunLife } from '../../lambdas/adapters/otel/runs.js';
 import { createTracing } from '../../lambdas/adapters/otel/tracing.js';
 import type { LocalGateway } from '../../lambdas/runtimes/local.js';
 import { asTask, send, userMessage as a2aMessage } from '../support/a2a.js';
@@ -154,8 +155,22 @@ describe('traces of an interrupt answered by a later run, and of a cancel', () =
     const [answer] = inTrace('invoke_agent demo', answering);
     expect(answer.links).toHaveLength(1);
     expect(answer.links[0].context).toMatchObject({ traceId: asking, spanId: serverOf(asking).spanContext().spanId });
-    expect(answer.links[0].attributes).toEqual({ 'funduq.ask.ids': [interrupt.id] });
+    expect(answer.links[0].attributes).toEqual({ 'funduq.ask.run.id': `${threadId}-ask`, 'funduq.ask.ids': [interrupt.id] });
     expect(answer.events.map((event) => event.name)).toEqual(['funduq.ask.answered']);
+
+    // The link rides on the answer's own record: a process that never saw the answer taken (a
+    // dispatcher on AWS) links it from the run alone.
+    const record = (await gateway.store.runs.get(`${threadId}-answer`))!;
+    const askingSpan = serverOf(asking).spanContext().spanId;
+    expect(record.context).toEqual({ traceparent: `00-${answering}-${serverOf(answering).spanContext().spanId}-01`, 'funduq-answers': `00-${asking}-${askingSpan}-01` });
+    const elsewhere = new InMemorySpanExporter();
+    const dispatcher = tracedRunLife(createTracing({ serviceName: 'funduq', exporter: elsewhere }));
+    dispatcher.providerCall!({ run: record, agent: (await gateway.store.agents.get('demo'))! })?.ended?.();
+    dispatcher.settled!(record);
+    const [far] = elsewhere.getFinishedSpans();
+    expect(far.spanContext().traceId).toBe(answering);
+    expect(far.links.map((link) => [link.context.traceId, link.context.spanId, link.attributes])).toEqual([[asking, askingSpan, { 'funduq.ask.run.id': `${threadId}-ask` }]]);
+    expect(far.events.map((event) => event.name)).toEqual(['funduq.ask.answered']);
   });
 
   it('mark a cancel as an event on the call, which ends cancelled', async () => {
