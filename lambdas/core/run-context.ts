@@ -64,3 +64,22 @@ export function answerContext(context: RunContext | undefined, asking: { context
   }
   return Object.keys(own).length > 0 ? own : undefined;
 }
+
+/** W3C Trace Context's `traceparent`: version, trace id, parent id, flags (a later version may add fields after them). */
+const TRACEPARENT_FORM = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(?:-|$)/;
+
+/**
+ * The trace a run is in: the trace id of the `traceparent` its context carries, or undefined when
+ * it carries none that W3C Trace Context would take (version ff, an all-zero id).
+ */
+export function traceIdOf(context: RunContext | undefined): string | undefined {
+  const match = TRACEPARENT_FORM.exec(context?.[TRACEPARENT] ?? '');
+  if (!match || match[1] === 'ff' || /^0+$/.test(match[2]!) || /^0+$/.test(match[3]!)) return undefined;
+  return match[2];
+}
+
+/** `{ traceId }` of a run that carries a trace, else nothing: how the record's views name a run's trace. */
+export function traceOf(run: { context?: RunContext }): { traceId?: string } {
+  const traceId = traceIdOf(run.context);
+  return traceId !== undefined ? { traceId } : {};
+}

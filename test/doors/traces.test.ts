@@ -129,6 +129,23 @@ describe('traces of an A2A SendMessage', () => {
     expect(call.attributes['gen_ai.conversation.id']).toBe(task.contextId);
     expect(call.attributes['funduq.door']).toBe('a2a');
     noContentAnywhere();
+
+    // The record names the trace: the task's metadata.funduq, and each of its runs.
+    const read = await client.getTask({ id: task.id, tenant: '' });
+    const funduq = read.metadata?.funduq as { traceId?: string; runs: { runId: string; traceId?: string }[] };
+    expect(funduq.traceId).toBe(CALLER_TRACE);
+    expect(funduq.runs.map((run) => run.traceId)).toEqual([CALLER_TRACE]);
+  });
+});
+
+describe('the record names each run\'s trace', () => {
+  it('in the thread view: each run\'s traceId', async () => {
+    const traced = aguiAgent(gateway, `thread-view-${Date.now()}`);
+    traced.headers = { traceparent: TRACEPARENT };
+    traced.messages = [userMessage('hello')];
+    await traced.runAgent();
+    const view = (await (await fetch(`${gateway.url}/threads/${traced.threadId}`)).json()) as { runs: { runId: string; traceId?: string }[] };
+    expect(view.runs.map((run) => run.traceId)).toEqual([CALLER_TRACE]);
   });
 });
 
