@@ -56,7 +56,14 @@ export type Landing =
  * classifies it and starts it. The thread is the tenant's: a thread id is unique within a tenant.
  */
 export async function startRun(core: Core, request: StartRunRequest): Promise<Result<StartedRun>> {
-  return reportRefusal(core, { ...request, threadId: request.input.threadId, runId: request.input.runId }, await startAgUiRun(core, request));
+  const started = await startAgUiRun(core, request);
+  if (started.ok && started.value.attached) reportRetry(core, started.value.run, request.context);
+  return reportRefusal(core, { ...request, threadId: request.input.threadId, runId: request.input.runId }, started);
+}
+
+/** Tells the run's observers a request joined a run already recorded (a retry), with the retry's own context. */
+export function reportRetry(core: Core, run: Run, context: RunContext | undefined): void {
+  core.life.retried?.(run, context ? { context } : {});
 }
 
 /** Tells the run's observers of a refused submission (nothing of it is recorded); the result as it was. */

@@ -22,6 +22,8 @@ export const SPAN = {
   invokeAgent: (agent: string) => `invoke_agent ${agent}`,
   /** A run's asks expired unanswered (the run itself ended long before, maybe elsewhere). */
   askExpiry: 'funduq.ask.expiry',
+  /** A request for a run already recorded (a retry of its runId), linked to the run's first attempt. */
+  retry: 'funduq.run.retry',
   /** A submission refused before any run was recorded (a full queue, a tenant's limit or budget). */
   refused: 'funduq.run.refused',
 } as const;

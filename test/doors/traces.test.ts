@@ -205,6 +205,50 @@ describe('traces of an interrupt answered by a later run, and of a cancel', () =
   });
 });
 
+describe('traces of a retry and of a budget refusal', () => {
+  it('put a retry of the same runId in its own trace, linked to the first attempt\'s request', async () => {
+    const [firstTrace, retryTrace] = ['7'.repeat(32), '8'.repeat(32)];
+    const threadId = `thread-retry-${Date.now()}`;
+    const body = { threadId, runId: `${threadId}-run`, messages: [userMessage('hello')] };
+    await readSse(await aguiPost(`${gateway.url}/agui/demo`, traceparentOf(firstTrace), body));
+    const retried = await readSse(await aguiPost(`${gateway.url}/agui/demo`, traceparentOf(retryTrace), body));
+    expect(retried.events.map((event) => event.data.type)).toContain('RUN_FINISHED');
+    await vi.waitFor(() => expect(inTrace('funduq.run.retry', retryTrace)).toHaveLength(1));
+    const [retry] = inTrace('funduq.run.retry', retryTrace);
+    expect(retry.kind).toBe(SpanKind.INTERNAL);
+    expect(parentOf(retry)).toBe(serverOf(retryTrace).spanContext().spanId);
+    expect(retry.attributes).toMatchObject({ 'funduq.run.id': body.runId, 'gen_ai.conversation.id': threadId });
+    expect(retry.links.map((link) => [link.context.traceId, link.context.spanId, link.attributes])).toEqual([[firstTrace, serverOf(firstTrace).spanContext().spanId, { 'funduq.run.id': body.runId }]]);
+    // The run itself was called once, in the first attempt's trace.
+    expect(named('invoke_agent demo').filter((span) => span.attributes['funduq.run.id'] === body.runId).map((span) => span.spanContext().traceId)).toEqual([firstTrace]);
+  });
+
+  it('trace a budget refusal with its code, under the refused request', async () => {
+    const refusals = new InMemorySpanExporter();
+    const spent = await startTestGateway({ tenantBudget: { period: 'month', tokens: 0 }, tracing: createTracing({ serviceName: 'funduq', exporter: refusals }) });
+    try {
+      const trace = '9'.repeat(32);
+      const threadId = `thread-budget-${Date.now()}`;
+      const response = await aguiPost(`${spent.url}/agui/demo`, traceparentOf(trace), { threadId, runId: `${threadId}-run`, messages: [userMessage(SECRET)] });
+      expect(response.status).toBe(429);
+      expect(await response.json()).toMatchObject({ error: { code: 'tenant_budget_exhausted' } });
+      const all = () => refusals.getFinishedSpans().filter((span) => span.spanContext().traceId === trace);
+      await vi.waitFor(() => expect(all().map((span) => span.name).sort()).toEqual(['POST /agui/:agentId', 'funduq.run.refused']));
+      const refusal = all().find((span) => span.name === 'funduq.run.refused')!;
+      const server = all().find((span) => span.name === 'POST /agui/:agentId')!;
+      expect(parentOf(refusal)).toBe(server.spanContext().spanId);
+      expect(refusal.kind).toBe(SpanKind.INTERNAL);
+      expect(refusal.status).toMatchObject({ code: 2, message: 'tenant_budget_exhausted' });
+      expect(keys(refusal)).toEqual(['funduq.code', 'funduq.door', 'funduq.run.id', 'funduq.tenant', 'funduq.thread.id', 'gen_ai.agent.id', 'gen_ai.conversation.id']);
+      expect(refusal.attributes).toMatchObject({ 'funduq.code': 'tenant_budget_exhausted', 'funduq.tenant': 'anonymous', 'gen_ai.agent.id': 'demo' });
+      expect(server.attributes['http.response.status_code']).toBe(429);
+      expect(JSON.stringify(all().map((span) => [span.attributes, span.events]))).not.toContain(SECRET);
+    } finally {
+      await spent.close();
+    }
+  });
+});
+
 describe('traces of runs of an agui-http agent on one thread', () => {
   const queued = new InMemorySpanExporter();
   let local: LocalGateway;

@@ -18,7 +18,8 @@ const SETTLE_WAIT_MS = 30_000;
  *   an answer's call links to the asking run's trace, which may be hours old, from the
  *   `traceparent` its record carries (`funduq-answers`), so the process that took the answer
  *   need not be the one that calls its provider;
- * - refusals and expiries as spans of their own (nothing else of theirs is in this process).
+ * - refusals and expiries as spans of their own (nothing else of theirs is in this process), and
+ *   a retry of a recorded run (`funduq.run.retry`) in the retry's trace, linked to the first attempt's.
  * Message content is recorded nowhere unless `captureContent` is on; then the call carries the
  * messages the caller sent (`gen_ai.input.messages`).
  */
@@ -44,8 +45,8 @@ export function tracedRunLife(tracing: Tracing, now: () => number = Date.now): R
     calls.delete(runId);
     call.span.end();
   };
-  const instant = (name: string, context: Run['context'], attributes: Attributes, error?: string) => {
-    const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parentOf(context));
+  const instant = (name: string, context: Run['context'], attributes: Attributes, error?: string, links: Link[] = []) => {
+    const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes, links }, parentOf(context));
     if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
     span.end();
   };
@@ -108,6 +109,11 @@ export function tracedRunLife(tracing: Tracing, now: () => number = Date.now): R
 
     answered(_waiting, answer) {
       answers.set(answer.runId, answer.askIds);
+    },
+
+    retried(run, attempt) {
+      const first = trace.getSpanContext(parentOf(run.context));
+      instant(SPAN.retry, attempt.context, runAttributes(run), undefined, first ? [{ context: first, attributes: { [ATTR.runId]: run.runId } }] : []);
     },
 
     expired(run, askIds) {
