@@ -83,6 +83,7 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
       }
     });
     const base = { scenario: 1, name: NAME, unit: 'ms' };
+    await traced.child.call('flushTraces');
     const spans = receiver.received();
     const exported = `spans received by the OTLP receiver: ${spans.spans} in ${spans.requests} exports`;
     const ref = (samples: number[]) => spread(samples).median;

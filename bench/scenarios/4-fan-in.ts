@@ -52,6 +52,7 @@ export async function fanIn(bench: Bench, store: LocalStoreKind): Promise<Row[]>
     await traced.registerAgent('fan', plan);
     const tracedThrough = `${traced.url}/agui/fan`;
     await wave(tracedThrough, 20, plan.events);
+    await traced.child.call('flushTraces');
     const direct = `${bench.agentUrl}/agui?${scriptQuery(plan)}`;
     const through = `${gateway.url}/agui/fan`;
     // Unmeasured: a small wave each way warms the code paths and the connection pools.
@@ -95,6 +96,7 @@ export async function fanIn(bench: Bench, store: LocalStoreKind): Promise<Row[]>
       for (const error of new Set(f.errors)) bench.log(`  error: ${error}`);
       const beforeTraced = await tracedCpu();
       const t = await wave(tracedThrough, runs, plan.events);
+      await traced.child.call('flushTraces');
       cpu.traced.push(((await tracedCpu()) - beforeTraced) / runs);
       tracedRate.push(t.runsPerSecond);
       tracedErrors += t.errors.length;
