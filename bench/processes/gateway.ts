@@ -22,6 +22,7 @@ import { serve } from '@hono/node-server';
 import type { DynamoStore, StoreUsage } from '../../lambdas/adapters/aws/dynamodb/store/store.js';
 import { ensureTables, localDynamoClient, startDynalite } from '../../lambdas/adapters/local/dynalite.js';
 import { InProcessThreadQueue } from '../../lambdas/adapters/local/thread-queue.js';
+import { createTracing, type Tracing } from '../../lambdas/adapters/otel/tracing.js';
 import { systemClock } from '../../lambdas/adapters/system-clock.js';
 import type { Agent, Principal, StoredEvent } from '../../lambdas/core/model.js';
 import type { ApiKeys } from '../../lambdas/doors/api-keys.js';
@@ -55,12 +56,16 @@ const TABLES = { runs: 'funduq-runs', runEvents: 'funduq-run-events' };
 
 export type GatewayMode = 'local' | 'aws';
 let shape: Shape | undefined;
+/** The traced gateway's tracing, flushed on the harness's word so an export's cost falls in the phase it measures. */
+let tracing: Tracing | undefined;
 let dataDir: string | undefined;
 let loopDelay: IntervalHistogram | undefined;
 
-async function startLocal(store: LocalStoreKind, apiKeys?: ApiKeys): Promise<Shape> {
+async function startLocal(store: LocalStoreKind, apiKeys?: ApiKeys, traceTo?: string): Promise<Shape> {
   dataDir = await mkdtemp(join(tmpdir(), 'funduq-bench-'));
-  const local = await startLocalGateway({ dataDir, store, host: '127.0.0.1', port: 0, threadQueueLimit: 8, heartbeatMs: 15_000, ...(apiKeys ? { apiKeys } : {}) });
+  // Traced as `npm start` with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and OTEL_TRACES_SAMPLER=always_on would be.
+  tracing = traceTo ? createTracing({ endpoint: traceTo, serviceName: 'funduq-bench', sampler: { name: 'always_on' } }) : undefined;
+  const local = await startLocalGateway({ dataDir, store, host: '127.0.0.1', port: 0, threadQueueLimit: 8, heartbeatMs: 15_000, ...(apiKeys ? { apiKeys } : {}), ...(tracing ? { tracing } : {}) });
   return {
     url: local.url,
     link: local.link,
@@ -247,9 +252,13 @@ let atPeak: NodeJS.MemoryUsage | undefined;
 
 serveParent(
   {
-    async start({ mode, store, apiKeys }: { mode: GatewayMode; store: LocalStoreKind; apiKeys?: Record<string, Principal> }) {
-      shape = mode === 'aws' ? await startAwsShape() : await startLocal(store, apiKeys ? new Map(Object.entries(apiKeys)) : undefined);
+    async start({ mode, store, apiKeys, traceTo }: { mode: GatewayMode; store: LocalStoreKind; apiKeys?: Record<string, Principal>; traceTo?: string }) {
+      shape = mode === 'aws' ? await startAwsShape() : await startLocal(store, apiKeys ? new Map(Object.entries(apiKeys)) : undefined, traceTo);
       return shape.url;
+    },
+    /** Sends the spans ended so far (the batch exporter would within 5 s): the export's CPU then falls inside the measured phase. */
+    async flushTraces() {
+      await tracing?.flush();
     },
     link() {
       if (!current().link) throw new Error('this gateway shape takes no provider links');

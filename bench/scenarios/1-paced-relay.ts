@@ -1,6 +1,7 @@
 import type { LocalStoreKind } from '../../lambdas/runtimes/local.js';
 import type { Bench, Row } from '../support/bench.js';
 import { row } from '../support/bench.js';
+import { startOtlpReceiver } from '../support/otlp-receiver.js';
 import { scriptQuery, type Script } from '../support/script.js';
 import { percentile, spread } from '../support/stats.js';
 import { readWithStockClient, type StockRead } from './stock-agui.js';
@@ -13,13 +14,21 @@ const NAME = 'paced relay';
  * the same agent over a provider link (its process dialled out; `@funduq/provider`). Latency of an event = its arrival at the
  * client − the agent's send time; funduq's added latency is the difference of the two
  * distributions' percentiles in the same repetition (the clock offset between the agent's
- * process and the harness's cancels out).
+ * process and the harness's cancels out). A second gateway traces every run (sampling 1.0) to
+ * a local OTLP receiver; its reads go beside the others in each repetition, so tracing on and off
+ * are measured on the same machine at the same time.
  */
 export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<Row[]> {
   const plan: Script = { events: bench.quick ? 100 : 500, intervalMs: 10, deltaChars: 6 };
   const reps = bench.quick ? 3 : 5;
   const gateway = await bench.startGateway('local', `scenario-1-${store}`, store);
+  const receiver = await startOtlpReceiver();
+  const traced = await bench.startGateway('local', `scenario-1-${store}-traced`, store, { traceTo: receiver.url });
   try {
+    await traced.registerAgent('paced', plan);
+    await traced.registerAgent('warm', { ...plan, events: 50, intervalMs: 1 });
+    const tracedThrough = `${traced.url}/agui/paced`;
+    await readWithStockClient(`${traced.url}/agui/warm`);
     await gateway.registerAgent('paced', plan);
     await gateway.registerAgent('warm', { ...plan, events: 50, intervalMs: 1 });
     await gateway.linkAgent('paced-link', plan);
@@ -39,6 +48,7 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
     const directP99: number[] = [];
     const directFirst: number[] = [];
     const link = { p50: [] as number[], p99: [] as number[], first: [] as number[] };
+    const tracing = { p50: [] as number[], p99: [] as number[] };
     await gateway.profiled('relay', async () => {
       for (let rep = 0; rep < reps; rep++) {
         // Alternate which side goes first, so neither always runs on a cooler machine.
@@ -52,7 +62,10 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
           d = await readWithStockClient(direct);
         }
         const l = await readWithStockClient(linked);
-        for (const [side, read] of [['direct', d], ['funduq', f], ['funduq over a link', l]] as const) {
+        const t = await readWithStockClient(tracedThrough);
+        tracing.p50.push(percentile(t.latencies, 50) - percentile(d.latencies, 50));
+        tracing.p99.push(percentile(t.latencies, 99) - percentile(d.latencies, 99));
+        for (const [side, read] of [['direct', d], ['funduq', f], ['funduq over a link', l], ['funduq traced', t]] as const) {
           if (read.events !== plan.events) bench.log(`  ${side}: ${read.events} events of ${plan.events} (last ${read.lastType})`);
         }
         p50.push(percentile(f.latencies, 50) - percentile(d.latencies, 50));
@@ -65,11 +78,14 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
         link.p99.push(percentile(l.latencies, 99) - percentile(d.latencies, 99));
         link.first.push(l.firstEventMs - d.firstEventMs);
         bench.log(
-          `  rep ${rep + 1}: added p50 ${p50.at(-1)!.toFixed(2)} ms, p99 ${p99.at(-1)!.toFixed(2)} ms, first event +${first.at(-1)!.toFixed(2)} ms; over a link ${link.p50.at(-1)!.toFixed(2)}, ${link.p99.at(-1)!.toFixed(2)}, +${link.first.at(-1)!.toFixed(2)} ms`,
+          `  rep ${rep + 1}: added p50 ${p50.at(-1)!.toFixed(2)} ms, p99 ${p99.at(-1)!.toFixed(2)} ms, first event +${first.at(-1)!.toFixed(2)} ms; over a link ${link.p50.at(-1)!.toFixed(2)}, ${link.p99.at(-1)!.toFixed(2)}, +${link.first.at(-1)!.toFixed(2)} ms; traced ${tracing.p50.at(-1)!.toFixed(2)}, ${tracing.p99.at(-1)!.toFixed(2)} ms`,
         );
       }
     });
     const base = { scenario: 1, name: NAME, unit: 'ms' };
+    await traced.child.call('flushTraces');
+    const spans = receiver.received();
+    const exported = `spans received by the OTLP receiver: ${spans.spans} in ${spans.requests} exports`;
     const ref = (samples: number[]) => spread(samples).median;
     return [
       row({ ...base, metric: 'added latency per event, p50', reference: ref(directP50), referenceIs: 'direct p50 latency', target: '≤ 1 ms' }, spread(p50), (v) => v <= 1),
@@ -78,8 +94,17 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
       row({ ...base, metric: 'over a link: added latency per event, p50', reference: ref(p50), referenceIs: 'agui-http', target: '≤ 1 ms' }, spread(link.p50), (v) => v <= 1),
       row({ ...base, metric: 'over a link: added latency per event, p99', reference: ref(p99), referenceIs: 'agui-http', target: '≤ 5 ms' }, spread(link.p99), (v) => v <= 5),
       row({ ...base, metric: 'over a link: added time to first event', reference: ref(first), referenceIs: 'agui-http', target: '≤ 5 ms' }, spread(link.first), (v) => v <= 5),
+      // Tracing on (sampling 1.0, exporting) beside off: the same reads, the difference within noise.
+      row(
+        { ...base, metric: 'tracing on: added latency per event, p50', reference: ref(p50), referenceIs: 'tracing off', target: '≤ 1 ms', note: exported },
+        spread(tracing.p50),
+        (v) => v <= 1,
+      ),
+      row({ ...base, metric: 'tracing on: added latency per event, p99', reference: ref(p99), referenceIs: 'tracing off', target: '≤ 5 ms' }, spread(tracing.p99), (v) => v <= 5),
     ];
   } finally {
     await gateway.stop();
+    await traced.stop();
+    await receiver.close();
   }
 }

@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import type { LocalStoreKind } from '../../lambdas/runtimes/local.js';
 import type { Bench, Row } from '../support/bench.js';
 import { row } from '../support/bench.js';
+import { startOtlpReceiver } from '../support/otlp-receiver.js';
 import { scriptQuery, type Script } from '../support/script.js';
 import { readRun, runProblem, type Read } from '../support/sse-reader.js';
 import { percentile, spread } from '../support/stats.js';
@@ -36,15 +37,22 @@ async function wave(url: string, runs: number, events: number): Promise<Wave> {
 /**
  * 200 runs at once on 200 threads, 100 events each as fast as the agent sends them. The
  * gateway's RSS is sampled in its own process every 20 ms; the same wave straight to the agent
- * is the reference.
+ * is the reference. A second gateway traces every run (sampling 1.0) to a local OTLP receiver,
+ * its wave after the untraced one in each repetition: its CPU per run beside the untraced one's.
  */
 export async function fanIn(bench: Bench, store: LocalStoreKind): Promise<Row[]> {
   const runs = bench.quick ? 50 : 200;
   const plan: Script = { events: 100, intervalMs: 0, deltaChars: 6 };
   const reps = bench.quick ? 2 : 3;
   const gateway = await bench.startGateway('local', `scenario-4-${store}`, store);
+  const receiver = await startOtlpReceiver();
+  const traced = await bench.startGateway('local', `scenario-4-${store}-traced`, store, { traceTo: receiver.url });
   try {
     await gateway.registerAgent('fan', plan);
+    await traced.registerAgent('fan', plan);
+    const tracedThrough = `${traced.url}/agui/fan`;
+    await wave(tracedThrough, 20, plan.events);
+    await traced.child.call('flushTraces');
     const direct = `${bench.agentUrl}/agui?${scriptQuery(plan)}`;
     const through = `${gateway.url}/agui/fan`;
     // Unmeasured: a small wave each way warms the code paths and the connection pools.
@@ -52,7 +60,13 @@ export async function fanIn(bench: Bench, store: LocalStoreKind): Promise<Row[]>
     await wave(through, 20, plan.events);
     const figures = { rate: [] as number[], p50: [] as number[], p99: [] as number[], errors: [] as number[], rss: [] as number[] };
     // CPU ms per run of each process (user + system): the three share the machine's cores.
-    const cpu = { gateway: [] as number[], others: [] as number[], direct: [] as number[] };
+    const cpu = { gateway: [] as number[], others: [] as number[], direct: [] as number[], traced: [] as number[] };
+    const tracedCpu = async () => {
+      const used = await traced.child.call<NodeJS.CpuUsage>('cpu');
+      return (used.user + used.system) / 1000;
+    };
+    const tracedRate: number[] = [];
+    let tracedErrors = 0;
     const used = async () => {
       const [g, a] = await Promise.all([gateway.child.call<NodeJS.CpuUsage>('cpu'), bench.agent.call<NodeJS.CpuUsage>('cpu')]);
       const h = process.cpuUsage();
@@ -80,6 +94,14 @@ export async function fanIn(bench: Bench, store: LocalStoreKind): Promise<Row[]>
       figures.errors.push(f.errors.length);
       figures.rss.push(memory.peakRss / MB);
       for (const error of new Set(f.errors)) bench.log(`  error: ${error}`);
+      const beforeTraced = await tracedCpu();
+      const t = await wave(tracedThrough, runs, plan.events);
+      await traced.child.call('flushTraces');
+      cpu.traced.push(((await tracedCpu()) - beforeTraced) / runs);
+      tracedRate.push(t.runsPerSecond);
+      tracedErrors += t.errors.length;
+      for (const error of new Set(t.errors)) bench.log(`  traced error: ${error}`);
+      bench.log(`  rep ${rep + 1} traced: ${t.runsPerSecond.toFixed(1)} runs/s, gateway CPU per run ${cpu.traced.at(-1)!.toFixed(2)} ms (untraced ${cpu.gateway.at(-1)!.toFixed(2)} ms)`);
       bench.log(
         `  rep ${rep + 1}: ${f.runsPerSecond.toFixed(1)} runs/s (direct ${d.runsPerSecond.toFixed(1)}), last event p50 ${figures.p50.at(-1)!.toFixed(0)} ms p99 ${figures.p99.at(-1)!.toFixed(0)} ms, ${f.errors.length} errors, peak RSS ${figures.rss.at(-1)!.toFixed(0)} MB (V8 heap ${(memory.atPeak.heapTotal / MB).toFixed(0)} MB of which used ${(memory.atPeak.heapUsed / MB).toFixed(0)} MB, external ${(memory.atPeak.external / MB).toFixed(0)} MB)`,
       );
@@ -96,6 +118,19 @@ export async function fanIn(bench: Bench, store: LocalStoreKind): Promise<Row[]>
       // "none" or on a peak is missed by one bad repetition, not by the median one.
       { ...row({ ...base, metric: 'errors (all repetitions)', unit: 'runs', reference: null, target: '0' }, spread(figures.errors)), value: sum(figures.errors), met: sum(figures.errors) === 0 },
       row({ ...base, metric: 'gateway CPU per run', unit: 'ms', reference: null, target: null }, spread(cpu.gateway)),
+      row(
+        {
+          ...base,
+          metric: 'tracing on: gateway CPU per run',
+          unit: 'ms',
+          reference: ref(cpu.gateway),
+          referenceIs: 'tracing off',
+          target: 'within 10% of off',
+          note: `sampling 1.0, exporting to a local OTLP receiver (${receiver.received().spans} spans in ${receiver.received().requests} exports); ${tracedErrors} errors; ${ref(tracedRate).toFixed(1)} runs/s`,
+        },
+        spread(cpu.traced),
+        (v) => v <= ref(cpu.gateway) * 1.1,
+      ),
       row(
         { ...base, metric: 'agent + harness CPU per run', unit: 'ms', reference: ref(cpu.direct), referenceIs: 'the same, direct', target: null },
         spread(cpu.others),
@@ -115,5 +150,7 @@ export async function fanIn(bench: Bench, store: LocalStoreKind): Promise<Row[]>
     ];
   } finally {
     await gateway.stop();
+    await traced.stop();
+    await receiver.close();
   }
 }

@@ -46,6 +46,8 @@ export interface Bench {
 export interface GatewayOptions {
   /** Callers' API keys, key → principal (local shape only); absent, open mode. */
   apiKeys?: Record<string, { id: string; tenant: string }>;
+  /** An OTLP/HTTP traces URL: the gateway traces every run at sampling 1.0 and exports there (local shape only); absent, tracing is off. */
+  traceTo?: string;
 }
 
 export interface Gateway {
@@ -74,7 +76,7 @@ export async function startGateway(
   options: GatewayOptions = {},
 ): Promise<Gateway> {
   const child = await startChild('gateway.ts', { name: `gateway (${name})` });
-  const url = await child.call<string>('start', { mode, store, apiKeys: options.apiKeys });
+  const url = await child.call<string>('start', { mode, store, apiKeys: options.apiKeys, traceTo: options.traceTo });
   return {
     child,
     url,

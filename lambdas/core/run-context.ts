@@ -1,4 +1,5 @@
 import type { RunContext } from './model.js';
+import { ANSWERS_CONTEXT, TRACEPARENT } from './traces.js';
 import { utf8Bytes } from './storable.js';
 
 /**
@@ -46,4 +47,39 @@ export function contextOfHeaders(header: (name: string) => string | undefined | 
     if (runContextProblem(context) !== undefined) delete context[name];
   }
   return Object.keys(context).length > 0 ? context : undefined;
+}
+
+/**
+ * An answer run's context: the caller's, with the asking run's `traceparent` under
+ * `funduq-answers` (so the answer's trace links to the asking one from the record alone), kept
+ * only when the context stays within its limits with it. The caller's own entry of that name, if
+ * any, gives way to it, and goes when the asking run carries no trace.
+ */
+export function answerContext(context: RunContext | undefined, asking: { context?: RunContext }): RunContext | undefined {
+  const { [ANSWERS_CONTEXT]: _given, ...own } = context ?? {};
+  const traceparent = asking.context?.[TRACEPARENT];
+  if (traceparent !== undefined) {
+    const withLink = { ...own, [ANSWERS_CONTEXT]: traceparent };
+    if (runContextProblem(withLink) === undefined) return withLink;
+  }
+  return Object.keys(own).length > 0 ? own : undefined;
+}
+
+/** W3C Trace Context's `traceparent`: version, trace id, parent id, flags (a later version may add fields after them). */
+const TRACEPARENT_FORM = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(?:-|$)/;
+
+/**
+ * The trace a run is in: the trace id of the `traceparent` its context carries, or undefined when
+ * it carries none that W3C Trace Context would take (version ff, an all-zero id).
+ */
+export function traceIdOf(context: RunContext | undefined): string | undefined {
+  const match = TRACEPARENT_FORM.exec(context?.[TRACEPARENT] ?? '');
+  if (!match || match[1] === 'ff' || /^0+$/.test(match[2]!) || /^0+$/.test(match[3]!)) return undefined;
+  return match[2];
+}
+
+/** `{ traceId }` of a run that carries a trace, else nothing: how the record's views name a run's trace. */
+export function traceOf(run: { context?: RunContext }): { traceId?: string } {
+  const traceId = traceIdOf(run.context);
+  return traceId !== undefined ? { traceId } : {};
 }

@@ -59,6 +59,11 @@ export interface RunLife {
   queued?(run: Run): void;
   /** A submission was refused with a stable code (a full queue, a tenant's limits, an answer too late, …). */
   refused?(refusal: RefusedSubmission): void;
+  /**
+   * A request for a run already recorded (its `runId` again, or an A2A message id repeated) joined
+   * that run instead of starting one: `attempt` is what the retry carried (its own context).
+   */
+  retried?(run: Run, attempt: { context?: RunContext }): void;
   /** A run was marked running by its dispatcher. */
   started?(run: Run): void;
   /** How a thread-queue message's dispatch went. */
@@ -100,6 +105,7 @@ export function composeRunLife(observers: readonly RunLife[], fault: RunLifeFaul
   return {
     queued: each('queued'),
     refused: each('refused'),
+    retried: each('retried'),
     started: each('started'),
     dispatched: each('dispatched'),
     stored: each('stored'),

@@ -6,7 +6,7 @@ import { ok, refuse, StoreUnavailable, type Result } from './errors.js';
 import { expireOpenAsks } from './expire-asks.js';
 import { addressedRunIdOf } from './interjection.js';
 import { callerIdProblem, threadKey, type Agent, type Ask, type DoorName, type Principal, type Run, type RunContext, type Thread } from './model.js';
-import { runContextProblem } from './run-context.js';
+import { answerContext, runContextProblem } from './run-context.js';
 import { itemBytes, MAX_ITEM_BYTES, RUN_END_ROOM_BYTES, storableProblem } from './storable.js';
 import { openAsks } from './outcome.js';
 import { callerInput, sameInput } from './run-input.js';
@@ -56,7 +56,14 @@ export type Landing =
  * classifies it and starts it. The thread is the tenant's: a thread id is unique within a tenant.
  */
 export async function startRun(core: Core, request: StartRunRequest): Promise<Result<StartedRun>> {
-  return reportRefusal(core, { ...request, threadId: request.input.threadId, runId: request.input.runId }, await startAgUiRun(core, request));
+  const started = await startAgUiRun(core, request);
+  if (started.ok && started.value.attached) reportRetry(core, started.value.run, request.context);
+  return reportRefusal(core, { ...request, threadId: request.input.threadId, runId: request.input.runId }, started);
+}
+
+/** Tells the run's observers a request joined a run already recorded (a retry), with the retry's own context. */
+export function reportRetry(core: Core, run: Run, context: RunContext | undefined): void {
+  core.life.retried?.(run, context ? { context } : {});
 }
 
 /** Tells the run's observers of a refused submission (nothing of it is recorded); the result as it was. */
@@ -206,10 +213,11 @@ export async function startLanded(core: Core, given: StartRunRequest, place: Pla
     ...(landing.kind === 'answer' && !landing.closed ? { answers: landing.waiting } : {}),
   });
   if (!actors.ok) return actors;
-  const request: StartRunRequest = actors.value ? { ...given, actors: actors.value } : given;
+  const asked: StartRunRequest = actors.value ? { ...given, actors: actors.value } : given;
   // Nothing is written before the run is known to be storable whole.
-  const problem = storableProblem(request.input, 'RunAgentInput') ?? (request.context !== undefined ? runContextProblem(request.context) : undefined);
+  const problem = storableProblem(asked.input, 'RunAgentInput') ?? (asked.context !== undefined ? runContextProblem(asked.context) : undefined);
   if (problem) return refuse('invalid_input', problem);
+  const request = landing.kind === 'answer' ? answering(asked, landing.waiting) : asked;
   const bytes = runItemBytes(draftRun(core, request, 0, lineageOf(request.input, landing)));
   if (bytes > MAX_RUN_BYTES) {
     return refuse(
@@ -252,6 +260,13 @@ export async function startLanded(core: Core, given: StartRunRequest, place: Pla
   // finds its run recorded and only deletes it).
   void core.store.arrivals.forget(runId).catch(() => undefined);
   return started;
+}
+
+/** An answer's request, its context naming the asking run's trace (`answerContext`). */
+function answering(request: StartRunRequest, waiting: Run): StartRunRequest {
+  const { context: _given, ...rest } = request;
+  const context = answerContext(request.context, waiting);
+  return context ? { ...rest, context } : rest;
 }
 
 /** The record keeps a run's item within DynamoDB's 400 KB, with room left for its end. */

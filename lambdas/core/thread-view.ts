@@ -4,6 +4,7 @@ import { refuse, ok, type Result } from './errors.js';
 import { foldThread } from './fold.js';
 import type { Ask, Principal, Run, RunUsage } from './model.js';
 import { openAsks } from './outcome.js';
+import { traceOf } from './run-context.js';
 
 export interface ThreadView {
   threadId: string;
@@ -28,6 +29,8 @@ export interface RunSummary {
   reason?: string;
   /** What the run used, once it has settled. */
   usage?: RunUsage;
+  /** The trace the run is in (its context's `traceparent`), when it carries one. */
+  traceId?: string;
 }
 
 export async function threadView(deps: CoreDeps, threadId: string, principal: Principal): Promise<Result<ThreadView>> {
@@ -65,5 +68,6 @@ export function summary(run: Run): RunSummary {
     ...(run.outcome !== undefined ? { outcome: run.outcome } : {}),
     ...(run.reason !== undefined ? { reason: run.reason } : {}),
     ...(run.usage !== undefined ? { usage: run.usage } : {}),
+    ...traceOf(run),
   };
 }

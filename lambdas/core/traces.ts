@@ -22,6 +22,8 @@ export const SPAN = {
   invokeAgent: (agent: string) => `invoke_agent ${agent}`,
   /** A run's asks expired unanswered (the run itself ended long before, maybe elsewhere). */
   askExpiry: 'funduq.ask.expiry',
+  /** A request for a run already recorded (a retry of its runId), linked to the run's first attempt. */
+  retry: 'funduq.run.retry',
   /** A submission refused before any run was recorded (a full queue, a tenant's limit or budget). */
   refused: 'funduq.run.refused',
 } as const;
@@ -80,7 +82,8 @@ export const ATTR = {
   status: 'funduq.run.status',
   code: 'funduq.code',
   askIds: 'funduq.ask.ids',
-  answeredBy: 'funduq.ask.answered_by',
+  /** On an answer's link and its `funduq.ask.answered` event: the run whose asks it answers. */
+  askingRunId: 'funduq.ask.run.id',
   askExpiresAt: 'funduq.ask.expires_at',
   /** Every model the usage record names (gen_ai.response.model holds one). */
   models: 'funduq.usage.models',
@@ -106,3 +109,11 @@ export const EVENT = {
 /** W3C Trace Context's headers (https://www.w3.org/TR/trace-context/). */
 export const TRACEPARENT = 'traceparent';
 export const TRACESTATE = 'tracestate';
+
+/**
+ * The entry of an answer run's context (`Run.context`) that holds the `traceparent` of the run
+ * whose asks it answers: whichever function calls the answer's provider links its span to the
+ * asking run's trace from the run alone (on AWS the answer is taken by a door and dispatched by
+ * another function, hours later perhaps).
+ */
+export const ANSWERS_CONTEXT = 'funduq-answers';

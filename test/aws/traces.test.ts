@@ -17,6 +17,7 @@ interface ReceivedSpan {
   name: string;
   kind: number;
   service: string;
+  links?: { traceId: string; spanId: string }[];
 }
 
 /** An OTLP/HTTP receiver on loopback: the spans every function exported, as OTLP/JSON carries them. */
@@ -45,6 +46,8 @@ beforeAll(async () => {
   held = await startHeldAgent();
   const put = await aws.box.admin('PUT', 'agents/held', { url: held.url, description: 'holds its runs' });
   expect(put.status).toBe(201);
+  const demo = await aws.box.admin('PUT', 'agents/demo', { provider: 'demo', description: 'the demo agent' });
+  expect(demo.status).toBe(201);
 });
 
 afterAll(async () => {
@@ -80,5 +83,31 @@ describe('traces on AWS', { timeout: 120_000 }, () => {
     expect(call.parentSpanId).toBe(server.spanId);
     expect(headers.traceparent).toBe(`00-${traceId}-${call.spanId}-01`);
     expect(new Set(inTrace().map((span) => span.service))).toEqual(new Set(['funduq']));
+  });
+
+  it("link an answer, taken by a door and dispatched by another function, to the asking run's trace, and name each run's trace in the thread view", async () => {
+    const { box } = aws;
+    const [asking, answering] = [randomUUID().replaceAll('-', ''), randomUUID().replaceAll('-', '')];
+    const threadId = `t-${randomUUID()}`;
+    const post = (trace: string, input: object) =>
+      box.fetch(`${box.url}/agui/demo`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: `00-${trace}-${'3'.repeat(16)}-01` }, body: JSON.stringify(input) });
+    const asked = await readSse(await post(asking, runInput(threadId, '/ask')));
+    const finished = asked.events.at(-1)!.data as { type: string; outcome: { interrupts: { id: string }[] } };
+    expect(finished.type).toBe('RUN_FINISHED');
+    const answer = runInput(threadId, '', { messages: [], resume: [{ interruptId: finished.outcome.interrupts[0].id, status: 'resolved', payload: { approved: true } }] });
+    await readSse(await post(answering, answer));
+
+    const find = (name: string, trace: string) => received.filter((span) => span.name === name && span.traceId.toLowerCase() === trace);
+    await vi.waitFor(() => expect(find('invoke_agent demo', answering)).toHaveLength(1), { timeout: 30_000 });
+    await vi.waitFor(() => expect(find('POST /agui/:agentId', asking)).toHaveLength(1), { timeout: 30_000 });
+    const [call] = find('invoke_agent demo', answering);
+    const [askingRequest] = find('POST /agui/:agentId', asking);
+    expect((call.links ?? []).map((link) => [link.traceId.toLowerCase(), link.spanId.toLowerCase()])).toEqual([[asking, askingRequest.spanId.toLowerCase()]]);
+
+    const view = (await (await box.request('GET', `/threads/${encodeURIComponent(threadId)}`)).json()) as { runs: { runId: string; traceId?: string }[] };
+    expect(view.runs.map((run) => [run.runId, run.traceId])).toEqual([
+      [expect.any(String), asking],
+      [answer.runId, answering],
+    ]);
   });
 });

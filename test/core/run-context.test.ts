@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { contextOfHeaders, MAX_CONTEXT_BYTES, MAX_CONTEXT_ENTRIES, runContextProblem } from '../../lambdas/core/run-context.js';
+import { answerContext, contextOfHeaders, MAX_CONTEXT_BYTES, MAX_CONTEXT_ENTRIES, runContextProblem, traceIdOf } from '../../lambdas/core/run-context.js';
 import { harness } from '../support/core-harness.js';
 import { useStore } from '../support/stores.js';
 import { ANONYMOUS } from '../../lambdas/core/model.js';
@@ -24,6 +24,25 @@ describe("a run's context", () => {
     const headers: Record<string, string> = { traceparent: ` ${TRACEPARENT} `, tracestate: 'x'.repeat(MAX_CONTEXT_BYTES), other: 'not carried' };
     expect(contextOfHeaders((name) => headers[name])).toEqual({ traceparent: TRACEPARENT });
     expect(contextOfHeaders(() => undefined)).toBeUndefined();
+  });
+
+  it('names its trace by its traceparent, and none for one W3C Trace Context would not take', () => {
+    expect(traceIdOf({ traceparent: TRACEPARENT })).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
+    expect(traceIdOf({ traceparent: `${TRACEPARENT}-later-field` })).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
+    expect(traceIdOf(undefined)).toBeUndefined();
+    expect(traceIdOf({ tracestate: 'a=b' })).toBeUndefined();
+    expect(traceIdOf({ traceparent: `00-${'0'.repeat(32)}-00f067aa0ba902b7-01` })).toBeUndefined();
+    expect(traceIdOf({ traceparent: 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' })).toBeUndefined();
+    expect(traceIdOf({ traceparent: '00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01' })).toBeUndefined();
+  });
+
+  it("of an answer names the asking run's traceparent, within its limits", () => {
+    const asking = { context: { traceparent: TRACEPARENT } };
+    expect(answerContext({ traceparent: 'mine' }, asking)).toEqual({ traceparent: 'mine', 'funduq-answers': TRACEPARENT });
+    expect(answerContext(undefined, asking)).toEqual({ 'funduq-answers': TRACEPARENT });
+    expect(answerContext({ 'funduq-answers': 'forged' }, {})).toBeUndefined();
+    const full = { tracestate: 'x'.repeat(MAX_CONTEXT_BYTES - 20) };
+    expect(answerContext(full, asking)).toEqual(full);
   });
 
   it('given outside its limits, refuses the run invalid_input with nothing written', async () => {

@@ -2,6 +2,7 @@ import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTrans
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { tracedRunLife } from '../../lambdas/adapters/otel/runs.js';
 import { createTracing } from '../../lambdas/adapters/otel/tracing.js';
 import type { LocalGateway } from '../../lambdas/runtimes/local.js';
 import { asTask, send, userMessage as a2aMessage } from '../support/a2a.js';
@@ -128,6 +129,23 @@ describe('traces of an A2A SendMessage', () => {
     expect(call.attributes['gen_ai.conversation.id']).toBe(task.contextId);
     expect(call.attributes['funduq.door']).toBe('a2a');
     noContentAnywhere();
+
+    // The record names the trace: the task's metadata.funduq, and each of its runs.
+    const read = await client.getTask({ id: task.id, tenant: '' });
+    const funduq = read.metadata?.funduq as { traceId?: string; runs: { runId: string; traceId?: string }[] };
+    expect(funduq.traceId).toBe(CALLER_TRACE);
+    expect(funduq.runs.map((run) => run.traceId)).toEqual([CALLER_TRACE]);
+  });
+});
+
+describe('the record names each run\'s trace', () => {
+  it('in the thread view: each run\'s traceId', async () => {
+    const traced = aguiAgent(gateway, `thread-view-${Date.now()}`);
+    traced.headers = { traceparent: TRACEPARENT };
+    traced.messages = [userMessage('hello')];
+    await traced.runAgent();
+    const view = (await (await fetch(`${gateway.url}/threads/${traced.threadId}`)).json()) as { runs: { runId: string; traceId?: string }[] };
+    expect(view.runs.map((run) => run.traceId)).toEqual([CALLER_TRACE]);
   });
 });
 
@@ -154,8 +172,22 @@ describe('traces of an interrupt answered by a later run, and of a cancel', () =
     const [answer] = inTrace('invoke_agent demo', answering);
     expect(answer.links).toHaveLength(1);
     expect(answer.links[0].context).toMatchObject({ traceId: asking, spanId: serverOf(asking).spanContext().spanId });
-    expect(answer.links[0].attributes).toEqual({ 'funduq.ask.ids': [interrupt.id] });
+    expect(answer.links[0].attributes).toEqual({ 'funduq.ask.run.id': `${threadId}-ask`, 'funduq.ask.ids': [interrupt.id] });
     expect(answer.events.map((event) => event.name)).toEqual(['funduq.ask.answered']);
+
+    // The link rides on the answer's own record: a process that never saw the answer taken (a
+    // dispatcher on AWS) links it from the run alone.
+    const record = (await gateway.store.runs.get(`${threadId}-answer`))!;
+    const askingSpan = serverOf(asking).spanContext().spanId;
+    expect(record.context).toEqual({ traceparent: `00-${answering}-${serverOf(answering).spanContext().spanId}-01`, 'funduq-answers': `00-${asking}-${askingSpan}-01` });
+    const elsewhere = new InMemorySpanExporter();
+    const dispatcher = tracedRunLife(createTracing({ serviceName: 'funduq', exporter: elsewhere }));
+    dispatcher.providerCall!({ run: record, agent: (await gateway.store.agents.get('demo'))! })?.ended?.();
+    dispatcher.settled!(record);
+    const [far] = elsewhere.getFinishedSpans();
+    expect(far.spanContext().traceId).toBe(answering);
+    expect(far.links.map((link) => [link.context.traceId, link.context.spanId, link.attributes])).toEqual([[asking, askingSpan, { 'funduq.ask.run.id': `${threadId}-ask` }]]);
+    expect(far.events.map((event) => event.name)).toEqual(['funduq.ask.answered']);
   });
 
   it('mark a cancel as an event on the call, which ends cancelled', async () => {
@@ -170,6 +202,50 @@ describe('traces of an interrupt answered by a later run, and of a cancel', () =
     const [call] = inTrace('invoke_agent demo', trace);
     expect(call.events.map((event) => event.name)).toEqual(['funduq.run.cancel_requested']);
     expect(call.attributes).toMatchObject({ 'funduq.run.status': 'cancelled', 'funduq.code': 'cancel_requested' });
+  });
+});
+
+describe('traces of a retry and of a budget refusal', () => {
+  it('put a retry of the same runId in its own trace, linked to the first attempt\'s request', async () => {
+    const [firstTrace, retryTrace] = ['7'.repeat(32), '8'.repeat(32)];
+    const threadId = `thread-retry-${Date.now()}`;
+    const body = { threadId, runId: `${threadId}-run`, messages: [userMessage('hello')] };
+    await readSse(await aguiPost(`${gateway.url}/agui/demo`, traceparentOf(firstTrace), body));
+    const retried = await readSse(await aguiPost(`${gateway.url}/agui/demo`, traceparentOf(retryTrace), body));
+    expect(retried.events.map((event) => event.data.type)).toContain('RUN_FINISHED');
+    await vi.waitFor(() => expect(inTrace('funduq.run.retry', retryTrace)).toHaveLength(1));
+    const [retry] = inTrace('funduq.run.retry', retryTrace);
+    expect(retry.kind).toBe(SpanKind.INTERNAL);
+    expect(parentOf(retry)).toBe(serverOf(retryTrace).spanContext().spanId);
+    expect(retry.attributes).toMatchObject({ 'funduq.run.id': body.runId, 'gen_ai.conversation.id': threadId });
+    expect(retry.links.map((link) => [link.context.traceId, link.context.spanId, link.attributes])).toEqual([[firstTrace, serverOf(firstTrace).spanContext().spanId, { 'funduq.run.id': body.runId }]]);
+    // The run itself was called once, in the first attempt's trace.
+    expect(named('invoke_agent demo').filter((span) => span.attributes['funduq.run.id'] === body.runId).map((span) => span.spanContext().traceId)).toEqual([firstTrace]);
+  });
+
+  it('trace a budget refusal with its code, under the refused request', async () => {
+    const refusals = new InMemorySpanExporter();
+    const spent = await startTestGateway({ tenantBudget: { period: 'month', tokens: 0 }, tracing: createTracing({ serviceName: 'funduq', exporter: refusals }) });
+    try {
+      const trace = '9'.repeat(32);
+      const threadId = `thread-budget-${Date.now()}`;
+      const response = await aguiPost(`${spent.url}/agui/demo`, traceparentOf(trace), { threadId, runId: `${threadId}-run`, messages: [userMessage(SECRET)] });
+      expect(response.status).toBe(429);
+      expect(await response.json()).toMatchObject({ error: { code: 'tenant_budget_exhausted' } });
+      const all = () => refusals.getFinishedSpans().filter((span) => span.spanContext().traceId === trace);
+      await vi.waitFor(() => expect(all().map((span) => span.name).sort()).toEqual(['POST /agui/:agentId', 'funduq.run.refused']));
+      const refusal = all().find((span) => span.name === 'funduq.run.refused')!;
+      const server = all().find((span) => span.name === 'POST /agui/:agentId')!;
+      expect(parentOf(refusal)).toBe(server.spanContext().spanId);
+      expect(refusal.kind).toBe(SpanKind.INTERNAL);
+      expect(refusal.status).toMatchObject({ code: 2, message: 'tenant_budget_exhausted' });
+      expect(keys(refusal)).toEqual(['funduq.code', 'funduq.door', 'funduq.run.id', 'funduq.tenant', 'funduq.thread.id', 'gen_ai.agent.id', 'gen_ai.conversation.id']);
+      expect(refusal.attributes).toMatchObject({ 'funduq.code': 'tenant_budget_exhausted', 'funduq.tenant': 'anonymous', 'gen_ai.agent.id': 'demo' });
+      expect(server.attributes['http.response.status_code']).toBe(429);
+      expect(JSON.stringify(all().map((span) => [span.attributes, span.events]))).not.toContain(SECRET);
+    } finally {
+      await spent.close();
+    }
   });
 });
 

@@ -1,7 +1,7 @@
-import { SpanKind, SpanStatusCode, trace, type Attributes, type Link, type Span, type SpanContext, type Context as TraceContext } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, trace, type Attributes, type Link, type Span, type Context as TraceContext } from '@opentelemetry/api';
 import type { Agent, Run } from '../../core/model.js';
 import type { ProviderCall, ProviderCallScope, RefusedSubmission, RunLife } from '../../core/run-life.js';
-import { ATTR, EVENT, INVOKE_AGENT, SPAN } from '../../core/traces.js';
+import { ANSWERS_CONTEXT, ATTR, EVENT, INVOKE_AGENT, SPAN, TRACEPARENT } from '../../core/traces.js';
 import type { Tracing } from './tracing.js';
 
 /** How long a provider call's span waits for its run's settle (which adds the usage and the outcome) before it ends without them. */
@@ -15,16 +15,19 @@ const SETTLE_WAIT_MS = 30_000;
  *   call (`traceparent` to an `agui-http` agent, a `lambda` invocation, a link offer), with the
  *   GenAI attributes, the usage record's models and tokens, the outcome, and events for the asks
  *   it opened, the tool calls the agent reported (observed: the gateway runs none) and a cancel;
- *   an answer's call links to the asking run's trace, which may be hours old;
- * - refusals and expiries as spans of their own (nothing else of theirs is in this process).
+ *   an answer's call links to the asking run's trace, which may be hours old, from the
+ *   `traceparent` its record carries (`funduq-answers`), so the process that took the answer
+ *   need not be the one that calls its provider;
+ * - refusals and expiries as spans of their own (nothing else of theirs is in this process), and
+ *   a retry of a recorded run (`funduq.run.retry`) in the retry's trace, linked to the first attempt's.
  * Message content is recorded nowhere unless `captureContent` is on; then the call carries the
  * messages the caller sent (`gen_ai.input.messages`).
  */
 export function tracedRunLife(tracing: Tracing, now: () => number = Date.now): RunLife {
   const { tracer } = tracing;
   const calls = new Map<string, { span: Span; timer?: ReturnType<typeof setTimeout> }>();
-  /** Answers recorded in this process, by the answer's run id: the asking run's span context, and the asks. */
-  const answers = new Map<string, { asking?: SpanContext; askIds: string[] }>();
+  /** The asks each answer recorded in this process closed, by the answer's run id (the link itself comes with the answer's run). */
+  const answers = new Map<string, string[]>();
   const parentOf = (context: Run['context']): TraceContext => tracing.extract(context ?? {});
   const runAttributes = (run: Pick<Run, 'runId' | 'threadId' | 'tenant' | 'door' | 'agentId'>): Attributes => ({
     [ATTR.runId]: run.runId,
@@ -42,8 +45,8 @@ export function tracedRunLife(tracing: Tracing, now: () => number = Date.now): R
     calls.delete(runId);
     call.span.end();
   };
-  const instant = (name: string, context: Run['context'], attributes: Attributes, error?: string) => {
-    const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parentOf(context));
+  const instant = (name: string, context: Run['context'], attributes: Attributes, error?: string, links: Link[] = []) => {
+    const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes, links }, parentOf(context));
     if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
     span.end();
   };
@@ -56,12 +59,15 @@ export function tracedRunLife(tracing: Tracing, now: () => number = Date.now): R
 
     providerCall({ run, agent }: ProviderCall): ProviderCallScope {
       finish(run.runId);
-      const answer = answers.get(run.runId);
+      const askIds = answers.get(run.runId);
       answers.delete(run.runId);
-      const links: Link[] = answer?.asking ? [{ context: answer.asking, attributes: { [ATTR.askIds]: answer.askIds } }] : [];
+      // The asking run's trace comes with the answer's own record, whichever process took the answer.
+      const asking = run.context?.[ANSWERS_CONTEXT] ? trace.getSpanContext(tracing.extract({ [TRACEPARENT]: run.context[ANSWERS_CONTEXT] })) : undefined;
+      const answer = asking || askIds ? { ...(run.parentRunId ? { [ATTR.askingRunId]: run.parentRunId } : {}), ...(askIds ? { [ATTR.askIds]: askIds } : {}) } : undefined;
+      const links: Link[] = asking ? [{ context: asking, attributes: answer ?? {} }] : [];
       const span = tracer.startSpan(SPAN.invokeAgent(agentName(agent)), { kind: SpanKind.CLIENT, links, attributes: { ...runAttributes(run), ...agentAttributes(agent) } }, parentOf(run.context));
       if (tracing.captureContent) span.setAttribute(ATTR.inputMessages, JSON.stringify(run.input.messages));
-      if (answer) span.addEvent(EVENT.askAnswered, { [ATTR.askIds]: answer.askIds, ...(run.parentRunId ? { [ATTR.answeredBy]: run.runId } : {}) });
+      if (answer) span.addEvent(EVENT.askAnswered, answer);
       calls.set(run.runId, { span });
       return {
         headers: tracing.inject(trace.setSpan(parentOf(run.context), span)),
@@ -101,9 +107,13 @@ export function tracedRunLife(tracing: Tracing, now: () => number = Date.now): R
       calls.get(run.runId)?.span.addEvent(EVENT.cancelRequested);
     },
 
-    answered(waiting, answer) {
-      const asking = trace.getSpanContext(parentOf(waiting.context));
-      answers.set(answer.runId, { ...(asking ? { asking } : {}), askIds: answer.askIds });
+    answered(_waiting, answer) {
+      answers.set(answer.runId, answer.askIds);
+    },
+
+    retried(run, attempt) {
+      const first = trace.getSpanContext(parentOf(run.context));
+      instant(SPAN.retry, attempt.context, runAttributes(run), undefined, first ? [{ context: first, attributes: { [ATTR.runId]: run.runId } }] : []);
     },
 
     expired(run, askIds) {

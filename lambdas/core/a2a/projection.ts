@@ -2,6 +2,7 @@ import type { Artifact, Message, Part, StreamResponse, Task, TaskState } from '@
 import { EventType, type ContentPart, type Message as AgUiMessage, type UserMessage } from '@ag-ui/core';
 import type { AgUiEventRecord, Ask, Run, StoredEvent } from '../model.js';
 import { openAsks } from '../outcome.js';
+import { traceOf } from '../run-context.js';
 import { sumUsage } from '../usage.js';
 import { formatCursor } from './cursor.js';
 import { taskStateAt, taskStateOf } from './task-state.js';
@@ -142,7 +143,10 @@ export class TaskProjection {
         runId: run.runId,
         status: run.status,
         ...(run.reason !== undefined ? { reason: run.reason } : {}),
+        ...traceOf(run),
       })),
+      // The task's trace is its latest run's (an answer, hours later, may be in a trace of its own).
+      ...(this.tail ? traceOf(this.tail) : {}),
       ...this.annotations(),
       ...this.usage(),
     };

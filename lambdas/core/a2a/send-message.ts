@@ -5,7 +5,7 @@ import { callerIdProblem, type MessageClaim, type Run, type Thread } from '../mo
 import { openAsks } from '../outcome.js';
 import { callerInput } from '../run-input.js';
 import { storableProblem } from '../storable.js';
-import { classify, classifyAnswer, refuseExpired, reportRefusal, startLanded, type Landing, type Place } from '../start-run.js';
+import { classify, classifyAnswer, refuseExpired, reportRefusal, reportRetry, startLanded, type Landing, type Place } from '../start-run.js';
 import { findTask, type A2aCore, type Caller } from './deps.js';
 import { answerInput, ordinaryInput, type Landing as InboundLanding } from './inbound.js';
 import { lineageOf } from './lineage.js';
@@ -34,6 +34,7 @@ export interface Sent {
  */
 export async function sendMessage(core: A2aCore, request: SendMessage): Promise<Result<Sent>> {
   const sent = await sendOnce(core, request);
+  if (sent.ok && sent.value.repeated) reportRetry(core, sent.value.run, request.context);
   return reportRefusal(core, { ...request, door: 'a2a', ...(request.message.contextId ? { threadId: request.message.contextId } : {}) }, sent);
 }
 
