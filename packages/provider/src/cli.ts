@@ -53,9 +53,24 @@ const OPTIONS = {
 
 type Command = { kind: 'help' } | { kind: 'keygen'; out: string } | { kind: 'bridge'; options: Omit<ConnectOptions, 'onError'> };
 
+/**
+ * `--name value` as `--name=value` for every option that takes a value: a key in base64url may
+ * begin with `-`, which Node's parser would otherwise refuse as ambiguous (one key in 64).
+ */
+function joined(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const name = args[i].startsWith('--') ? args[i].slice(2) : undefined;
+    const option = name !== undefined ? (OPTIONS as Record<string, { type: string }>)[name] : undefined;
+    if (option?.type === 'string' && i + 1 < args.length) out.push(`${args[i]}=${args[++i]}`);
+    else out.push(args[i]);
+  }
+  return out;
+}
+
 function parsed(args: string[]) {
   try {
-    return parseArgs({ args, options: OPTIONS, allowPositionals: true });
+    return parseArgs({ args: joined(args), options: OPTIONS, allowPositionals: true });
   } catch (error) {
     // Node's own words, up to their first full stop: "Unknown option '--x'", "Option '--url <value>' argument missing".
     const said = (error as Error).message.split(/\.(\s|$)/)[0];

@@ -80,6 +80,10 @@ describe('funduq-provider, the bridge', () => {
       bridge([...linkArgs(), '--agent', `x=${agent.url}`, '--header', 'y:Authorization=Bearer t']),
       bridge(['--help']),
     ];
+    // A value that begins with "-" (a base64url key does, one in 64) is the option's value, not an option.
+    const dashed = bridge([...linkArgs().slice(0, 6), '--funduq-key', '-not-a-key', '--agent', `x=${agent.url}`]);
+    expect(await dashed.exited).toBe(2);
+    expect(dashed.err()).toBe("funduq-provider: --funduq-key is not an Ed25519 public key: give funduq's, as npm start prints it (GET /admin/link answers it)\n");
     expect(await badAgent.exited).toBe(2);
     expect(badAgent.err()).toBe('funduq-provider: --agent x is not <name>=<url>: name the agent and its AG-UI endpoint, as in --agent research=http://127.0.0.1:8000/agent\n');
     expect(await noKey.exited).toBe(2);
