@@ -1,9 +1,9 @@
-import { DeleteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Arrival } from '../../../../core/model.js';
 import type { ArrivalNotes } from '../../../../core/ports.js';
 import { RUNS_TABLE } from '../tables.js';
-import { copiesOf, isConditionFailure, unitsOf, type DynamoHandle } from './handle.js';
-import { ARRIVAL_PARTITIONS, ARRIVAL_PREFIX, arrivalKey, arrivalPartition, domain, fitsKey } from './keys.js';
+import { copiesOf, isConditionFailure, listShards, unitsOf, type DynamoHandle } from './handle.js';
+import { ARRIVAL_PREFIX, arrivalKey, arrivalPartition, domain, fitsKey } from './keys.js';
 
 const ARRIVAL_RETENTION_SECONDS = 14 * 24 * 3600;
 
@@ -53,25 +53,7 @@ export class DynamoArrivals implements ArrivalNotes {
   }
 
   async list(before: string, limit: number): Promise<Arrival[]> {
-    const { sent, doc, tables } = this.handle;
-    const pages = await Promise.all(
-      Array.from({ length: ARRIVAL_PARTITIONS }, async (_, shard) => {
-        sent.readRequests++;
-        const page = await doc.send(
-          new QueryCommand({
-            TableName: tables.runs,
-            IndexName: RUNS_TABLE.byKey.indexName,
-            KeyConditionExpression: '#ix = :partition AND #sort < :before',
-            ExpressionAttributeNames: { '#ix': RUNS_TABLE.byKey.partitionKey, '#sort': RUNS_TABLE.byKey.sortKey },
-            ExpressionAttributeValues: { ':partition': `${ARRIVAL_PREFIX}${shard}`, ':before': before },
-            Limit: limit,
-          }),
-        );
-        return page.Items ?? [];
-      }),
-    );
-    return pages
-      .flat()
+    return (await listShards(this.handle, ARRIVAL_PREFIX, before, limit))
       .map(({ claimed: _claimed, ...item }) => domain<Arrival>(item))
       .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))
       .slice(0, limit);

@@ -2,7 +2,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand, type QueryCommandInput, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { RecordProjections } from '../../../../core/ports.js';
 import { RUNS_TABLE, type TableNames } from '../tables.js';
-import { fitsKey, type Item } from './keys.js';
+import { ARRIVAL_PARTITIONS, fitsKey, type Item } from './keys.js';
 
 /** What the store has sent, for the cost model. */
 export interface StoreUsage {
@@ -127,6 +127,31 @@ export class DynamoHandle {
 }
 
 /** Whether a thread's or a tenant's item counts `holder` among those holding its places. */
+/**
+ * The items of a `byKey` listing spread over `ARRIVAL_PARTITIONS` partitions (`<prefix><shard>`),
+ * those sorting before `before`, at most `limit` from each: one query per partition, at once.
+ */
+export async function listShards(handle: DynamoHandle, prefix: string, before: string, limit: number): Promise<Item[]> {
+  const { sent, doc, tables } = handle;
+  const pages = await Promise.all(
+    Array.from({ length: ARRIVAL_PARTITIONS }, async (_, shard) => {
+      sent.readRequests++;
+      const page = await doc.send(
+        new QueryCommand({
+          TableName: tables.runs,
+          IndexName: RUNS_TABLE.byKey.indexName,
+          KeyConditionExpression: '#ix = :partition AND #sort < :before',
+          ExpressionAttributeNames: { '#ix': RUNS_TABLE.byKey.partitionKey, '#sort': RUNS_TABLE.byKey.sortKey },
+          ExpressionAttributeValues: { ':partition': `${prefix}${shard}`, ':before': before },
+          Limit: limit,
+        }),
+      );
+      return page.Items ?? [];
+    }),
+  );
+  return pages.flat();
+}
+
 export function holds(item: Item | undefined, holder: string): boolean {
   return (item?.holders as Set<string> | undefined)?.has(holder) ?? false;
 }

@@ -1,9 +1,9 @@
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { RunLease } from '../../../../core/model.js';
 import type { RunLeases } from '../../../../core/ports.js';
 import { RUNS_TABLE } from '../tables.js';
-import { copiesOf, unitsOf, type DynamoHandle } from './handle.js';
-import { ARRIVAL_PARTITIONS, domain, fitsKey, LEASE_PREFIX, leaseKey, leasePartition, leaseSort } from './keys.js';
+import { copiesOf, listShards, unitsOf, type DynamoHandle } from './handle.js';
+import { domain, fitsKey, LEASE_PREFIX, leaseKey, leasePartition, leaseSort } from './keys.js';
 
 /**
  * Leases: an item each beside its run's (`run#<runId>`, `lease`), listed by their end from `byKey`
@@ -36,25 +36,7 @@ export class DynamoRunLeases implements RunLeases {
   }
 
   async lapsed(before: number, limit: number): Promise<RunLease[]> {
-    const { sent, doc, tables } = this.handle;
-    const pages = await Promise.all(
-      Array.from({ length: ARRIVAL_PARTITIONS }, async (_, shard) => {
-        sent.readRequests++;
-        const page = await doc.send(
-          new QueryCommand({
-            TableName: tables.runs,
-            IndexName: RUNS_TABLE.byKey.indexName,
-            KeyConditionExpression: '#ix = :partition AND #sort < :before',
-            ExpressionAttributeNames: { '#ix': RUNS_TABLE.byKey.partitionKey, '#sort': RUNS_TABLE.byKey.sortKey },
-            ExpressionAttributeValues: { ':partition': `${LEASE_PREFIX}${shard}`, ':before': leaseSort(before) },
-            Limit: limit,
-          }),
-        );
-        return page.Items ?? [];
-      }),
-    );
-    return pages
-      .flat()
+    return (await listShards(this.handle, LEASE_PREFIX, leaseSort(before), limit))
       .map((item) => domain<RunLease>(item))
       .sort((a, b) => a.until - b.until || (a.runId < b.runId ? -1 : 1))
       .slice(0, limit);
