@@ -90,9 +90,12 @@ export type RunLifeFault = (error: unknown, moment: keyof RunLife) => void;
 
 /** Observers as one: each moment goes to each observer in order, and what one throws is reported, never passed on. */
 export function composeRunLife(observers: readonly RunLife[], fault: RunLifeFault = () => {}): RunLife {
-  const each = <K extends Exclude<keyof RunLife, 'providerCall'>>(moment: K) =>
-    ((...args: unknown[]) => {
-      for (const observer of observers) {
+  // A moment no observer watches is left out, so its caller (the relay, for each stored batch) skips it.
+  const each = <K extends Exclude<keyof RunLife, 'providerCall'>>(moment: K) => {
+    const watching = observers.filter((observer) => observer[moment] !== undefined);
+    if (watching.length === 0) return undefined;
+    return ((...args: unknown[]) => {
+      for (const observer of watching) {
         const call = observer[moment] as ((...given: unknown[]) => void) | undefined;
         if (!call) continue;
         try {
@@ -102,6 +105,7 @@ export function composeRunLife(observers: readonly RunLife[], fault: RunLifeFaul
         }
       }
     }) as NonNullable<RunLife[K]>;
+  };
   return {
     queued: each('queued'),
     refused: each('refused'),
