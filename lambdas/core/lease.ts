@@ -108,8 +108,9 @@ export interface LapsedSweep {
  * thread-queue delivery is let go, so the thread's next run is delivered now rather than at the
  * message's visibility timeout. A run that settled (its dispatcher died before ending its lease)
  * only has its delivery let go; one still queued (its dispatcher died between taking the lease and
- * marking it running) has its message made visible again, so the next receive runs it. Safe
- * twice, and beside live dispatchers.
+ * marking it running) has its message made visible again, so the next receive runs it. A run
+ * running under another delivery's receipt than the lease's was started by a later dispatcher,
+ * after this lease was ended: it is left to that one. Safe twice, and beside live dispatchers.
  */
 export async function failLapsed(core: Core, now: number): Promise<LapsedSweep> {
   const sweep: LapsedSweep = { failed: 0, released: 0, redelivered: 0 };
@@ -128,6 +129,9 @@ export async function failLapsed(core: Core, now: number): Promise<LapsedSweep> 
       }
       // A link run is its providers' once handed off, its message held by its link: the link's timers end it.
       if (!isTerminal(run.status) && run.link) continue;
+      // Started by a later delivery of its message (whose dispatcher took a lease of its own after
+      // this one was ended): the run is that dispatcher's, and failing it would end a live relay.
+      if (!isTerminal(run.status) && lease.receipt !== undefined && run.receipt !== lease.receipt) continue;
       if (!isTerminal(run.status)) {
         if (!(await core.ledger.abandon(run, 'dispatch_lost', 'the dispatcher running this run was lost (its lease lapsed)'))) continue;
         sweep.failed += 1;

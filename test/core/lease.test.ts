@@ -105,6 +105,50 @@ describe('a dispatcher’s lease on its run', () => {
     expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0, redelivered: 0 });
   });
 
+  it('leaves a run started by the next delivery to its dispatcher, when the lease the sweep ended was the dead dispatch’s before it', async () => {
+    const base = await stores.freshStore();
+    const dead = new Gate();
+    let starts = 0;
+    let second: Promise<unknown> | undefined;
+    let sweeping = false;
+    const store = Object.assign(Object.create(base) as RunStore, {
+      runs: Object.assign(Object.create(base.runs) as RunStore['runs'], {
+        // The first dispatch took its lease and died at the write that marks the run running.
+        transition: async (...args: Parameters<RunStore['runs']['transition']>) => {
+          if (args[0] === 'run-1' && args[2].status === 'running' && ++starts === 1) await dead.wait;
+          return base.runs.transition(...args);
+        },
+      }),
+      leases: Object.assign(Object.create(base.leases) as RunStore['leases'], {
+        // The message came again: its next dispatcher takes a lease of its own and starts the run
+        // just after the sweep ended the lapsed lease, and before the sweep reads the run.
+        end: async (runId: string, until?: number) => {
+          const ended = await base.leases.end(runId, until);
+          if (sweeping && until !== undefined && second === undefined) {
+            second = h.gateway.dispatchRun('run-1', { receipt: 'receipt-2' });
+            await eventually(async () => expect((await h.events('run-1')).length).toBe(3), 20_000);
+          }
+          return ended;
+        },
+      }),
+    });
+    const h = await harness(renewalsHeld(store, 'run-1', dead), { settings: { lease: LEASE }, receipt: () => 'receipt-1' });
+    const more = new Gate();
+    pausing(h, more);
+    void h.send('hello');
+    await eventually(async () => expect(await base.leases.lapsed(Number.MAX_SAFE_INTEGER, 10)).toEqual([expect.objectContaining({ receipt: 'receipt-1' })]), 20_000);
+    h.clock.advance(LEASE.lapseMs + 1);
+
+    sweeping = true;
+    expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0, redelivered: 0 });
+    expect(await base.runs.get('run-1')).toMatchObject({ status: 'running', receipt: 'receipt-2' });
+
+    more.open();
+    expect(await second).toBe('ran');
+    expect(await base.runs.get('run-1')).toMatchObject({ status: 'completed', lastSeq: 6 });
+    expect((await h.events('run-1')).map((e) => e.event.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED']);
+  });
+
   it('lets a dispatcher paused past its lease find its run failed, and write nothing over the failure', async () => {
     const base = await stores.freshStore();
     const paused = new Gate();
