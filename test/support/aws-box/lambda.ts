@@ -204,6 +204,9 @@ export class Environment {
       'Lambda-Runtime-Aws-Request-Id': invocation.id,
       'Lambda-Runtime-Deadline-Ms': String(invocation.deadline),
       'Lambda-Runtime-Invoked-Function-Arn': this.fn.arn,
+      // The clock as the box knows it when it hands the event over: a move the IPC has not brought
+      // yet must not give the invocation an earlier time than its event's (a lease taken then would lapse at once).
+      'Box-Clock-Offset': String(this.service.clock.offsetMs),
       'Lambda-Runtime-Trace-Id': `Root=1-${Math.floor(Date.now() / 1000).toString(16)}-${randomUUID().replace(/-/g, '').slice(0, 24)};Parent=${randomUUID().replace(/-/g, '').slice(0, 16)};Sampled=1`,
     });
     response.end(JSON.stringify(invocation.event));

@@ -8,7 +8,7 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { followBoxClock } from './wall-clock.mjs';
+import { followBoxClock, moveBoxClock } from './wall-clock.mjs';
 
 const api = process.env.AWS_LAMBDA_RUNTIME_API;
 const [hostname, port] = api.split(':');
@@ -174,6 +174,7 @@ try {
 for (;;) {
   const next = await request('GET', '/2018-06-01/runtime/invocation/next');
   const id = next.headers['lambda-runtime-aws-request-id'];
+  moveBoxClock(Number(next.headers['box-clock-offset']));
   current = id;
   process.env._X_AMZN_TRACE_ID = next.headers['lambda-runtime-trace-id'] ?? '';
   const event = JSON.parse(next.body);

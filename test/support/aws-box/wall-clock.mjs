@@ -1,5 +1,5 @@
 // The box's wall clock inside one of its Node 22 processes: `Date` reads the machine's time plus
-// the offset the box has advanced by (it sends each new offset by IPC).
+// the offset the box has advanced by (it sends each new offset by IPC, and with each invocation).
 const RealDate = Date;
 let offset = Number(process.env._BOX_CLOCK_OFFSET ?? 0);
 
@@ -18,7 +18,12 @@ globalThis.Date = BoxDate;
 export function followBoxClock(onAdvance = () => {}) {
   process.on('message', (message) => {
     if (typeof message?.clockOffset !== 'number') return;
-    offset = message.clockOffset;
+    moveBoxClock(message.clockOffset);
     onAdvance();
   });
+}
+
+/** Moves the clock to `to` (an offset from the machine's time); the box's clock never goes back, whichever way a move came first. */
+export function moveBoxClock(to) {
+  if (Number.isFinite(to)) offset = Math.max(offset, to);
 }
