@@ -17,6 +17,8 @@ import { echoAgent, lastUserText, reply, ScriptAgent } from '../support/link.js'
 const aws = useAwsBox();
 let provider: ProviderLink;
 const gates = new Map<string, Gate>();
+/** The runs offered to the echo agent, as its preparation was handed them (the context the offer carried). */
+const offered: Array<{ runId: string; context: Readonly<Record<string, string>> }> = [];
 
 /** Says it started, then waits for its test to let it finish. */
 const gated = new ScriptAgent(async function* (input) {
@@ -48,7 +50,7 @@ beforeAll(async () => {
     providerId: 'behind-a-firewall',
     privateKey: keys.privateKey,
     funduqPublicKey: publicKey,
-    agents: { echo: echoAgent(), gated, measure, stoppable },
+    agents: { echo: { agent: echoAgent(), prepare: (_agent, run) => offered.push(run) }, gated, measure, stoppable },
   });
   expect([...provider.registered].sort()).toEqual(['echo', 'gated', 'measure', 'stoppable']);
 }, 120_000);
@@ -87,6 +89,21 @@ describe('a link provider on AWS', { timeout: 90_000 }, () => {
     const task = asTask(await client.sendMessage(send(a2aMessage('hello by A2A'))));
     expect(stateName(task.status?.state)).toBe('TASK_STATE_COMPLETED');
     expect(artifactTexts(task)).toEqual(['echo: hello by A2A']);
+  });
+
+  it('hands the provider its caller’s trace: the offer’s traceparent names the trace the caller sent, and so does the record', async () => {
+    const { box } = aws;
+    const traceId = randomUUID().replace(/-/g, '');
+    const threadId = `t-${randomUUID()}`;
+    const agent = box.agui(threadId, 'echo');
+    agent.headers = { ...agent.headers, traceparent: `00-${traceId}-00f067aa0ba902b7-01` };
+    agent.messages = [userMessage('traced over the link')];
+    const runId = `${threadId}-run`;
+    expect(assistantText((await agent.runAgent({ runId })).newMessages)).toEqual(['echo: traced over the link']);
+    const offer = offered.find((run) => run.runId === runId);
+    expect(offer?.context.traceparent?.split('-')[1]).toBe(traceId);
+    const view = (await (await box.request('GET', `/threads/${encodeURIComponent(threadId)}`)).json()) as { runs: Array<{ runId: string; traceId?: string }> };
+    expect(view.runs.find((run) => run.runId === runId)?.traceId).toBe(traceId);
   });
 
   it('holds no function while its run runs: the dispatcher returned at the offer, each frame was one short invocation, and the thread’s next run waited', async () => {
