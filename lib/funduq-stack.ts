@@ -3,6 +3,7 @@ import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as cognito from 'aws-cdk-lib/aws-cognito';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -23,6 +24,7 @@ import { AskWaiter } from './ask-waiter.js';
 import { DEAD_LETTERS_TIMEOUT, DeadLetters } from './dead-letters.js';
 import { Dispatcher, DISPATCHER_TIMEOUT } from './dispatcher.js';
 import { DoorsApi, type ApiAuth } from './doors-api.js';
+import { GatewayFunction } from './gateway-function.js';
 import { ProviderLink } from './provider-link.js';
 import { PushSigning } from './push-signing.js';
 import { Repair } from './repair.js';
@@ -92,7 +94,7 @@ export class FunduqStack extends Stack {
       ...toEnvironment(LEASE_SETTINGS, settings),
       ...(settings.jwtTenantClaim ? { [ENV.jwtTenantClaim]: settings.jwtTenantClaim } : {}),
       // Every function traces to the same collector (see the README's "Traces").
-      ...toEnvironment({ otlpEndpoint: DEPLOY_SETTINGS.otlpEndpoint }, settings),
+      ...toEnvironment({ otlpEndpoint: DEPLOY_SETTINGS.otlpEndpoint, otlpHeadersSecret: DEPLOY_SETTINGS.otlpHeadersSecret }, settings),
     };
 
     this.threadQueue = new ThreadQueue(this, 'ThreadQueue', {
@@ -177,8 +179,18 @@ export class FunduqStack extends Stack {
       this.threadQueue.grantRelease(fn);
     }
 
+    if (settings.otlpHeadersSecret) this.grantOtlpHeaders(settings);
     if (settings.alarmEmail) this.sendAlarmsTo(settings.alarmEmail);
     this.outputs(settings, adminToken);
+  }
+
+  /** Every function that traces reads the secret its OTLP headers are kept in (the value only; by name, so any of the six characters Secrets Manager appends). */
+  private grantOtlpHeaders(settings: FunduqSettings): void {
+    if (!settings.otlpEndpoint) throw new SettingsError('funduq: otlpHeadersSecret names the headers of a collector: set otlpEndpoint too (-c otlpEndpoint=https://collector.example:4318)');
+    const secret = secretsmanager.Secret.fromSecretNameV2(this, 'OtlpHeaders', settings.otlpHeadersSecret as string);
+    for (const { function: fn } of this.node.findAll().filter((c): c is GatewayFunction => c instanceof GatewayFunction)) {
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [`${secret.secretArn}-??????`] }));
+    }
   }
 
   private apiAuth(settings: FunduqSettings): ApiAuth {

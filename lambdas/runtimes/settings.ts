@@ -222,6 +222,11 @@ export const DEPLOY_SETTINGS = {
    * the standard `OTEL_EXPORTER_OTLP_ENDPOINT` (read by `runtimes/tracing.ts`). Unset: no traces.
    */
   otlpEndpoint: setting({ env: 'OTEL_EXPORTER_OTLP_ENDPOINT', context: 'otlpEndpoint', read: z.string().url('must be a URL (https://collector.example:4318)') }),
+  /**
+   * A Secrets Manager secret (its name) holding the headers every function sends with its traces,
+   * as `OTEL_EXPORTER_OTLP_HEADERS` writes them (`key=value,…`): a vendor's key stays out of the template.
+   */
+  otlpHeadersSecret: setting({ env: 'FUNDUQ_OTLP_HEADERS_SECRET', context: 'otlpHeadersSecret', read: text }),
 };
 
 type Group = Record<string, Setting<any, any>>;

@@ -61,7 +61,7 @@ function endpointOf(traces: string | undefined, base: string | undefined, bad: (
   return traces !== undefined ? given : `${given.replace(/\/+$/, '')}/v1/traces`;
 }
 
-function headersOf(text: string | undefined, bad: () => never): Record<string, string> | undefined {
+export function headersOf(text: string | undefined, bad: () => never): Record<string, string> | undefined {
   if (text === undefined) return undefined;
   const headers: Record<string, string> = {};
   for (const pair of text.split(',')) {
@@ -79,10 +79,59 @@ function headersOf(text: string | undefined, bad: () => never): Record<string, s
 
 let processTracing: { env: Environment; tracing: Tracing } | undefined;
 
-/** The process's tracing, from the function's environment (the OTEL_* variables the stack sets): one per container. */
-export function tracingOf(env: Environment): Tracing {
-  if (processTracing?.env !== env) processTracing = { env, tracing: createTracing(tracingConfig((name) => env[name])) };
+/** Where a function's environment names the secret holding its OTLP headers (the stack's `otlpHeadersSecret`). */
+export const OTLP_HEADERS_SECRET_ENV = 'FUNDUQ_OTLP_HEADERS_SECRET';
+
+/**
+ * The process's tracing, from the function's environment (the OTEL_* variables the stack sets): one
+ * per container. Headers from a secret are read at the first export, not at the cold start, and kept.
+ */
+export function tracingOf(env: Environment, readSecret: (secretId: string) => Promise<string> = readWithSdk): Tracing {
+  if (processTracing?.env !== env) {
+    const config = tracingConfig((name) => env[name]);
+    const secretId = env[OTLP_HEADERS_SECRET_ENV];
+    const tracing = createTracing(secretId && config.endpoint ? { ...config, headers: headersFromSecret(secretId, config.headers as Record<string, string> | undefined, readSecret) } : config);
+    processTracing = { env, tracing };
+  }
   return processTracing.tracing;
+}
+
+/** Thrown at an export whose headers could not be read: that batch of spans is not sent. */
+export class OtlpHeadersUnreadable extends Error {
+  readonly code = 'otlp_headers_unreadable';
+}
+
+/**
+ * Headers read from a secret once, beside the variables' own; a read that fails is logged with its
+ * code and tried again at the next export (a secret set after the deploy heals without a restart),
+ * and the spans of that export go nowhere rather than to a collector that would refuse them.
+ */
+export function headersFromSecret(secretId: string, given: Record<string, string> | undefined, readSecret: (secretId: string) => Promise<string>): () => Promise<Record<string, string>> {
+  let read: Promise<Record<string, string>> | undefined;
+  return () => {
+    read ??= readSecret(secretId)
+      .then((text) => ({
+        ...given,
+        ...headersOf(text, () => {
+          throw new OtlpHeadersUnreadable(`the secret ${secretId} does not hold OTLP headers: write them as key=value pairs separated by commas`);
+        }),
+      }))
+      .catch((error: unknown) => {
+        read = undefined;
+        const failure = error instanceof OtlpHeadersUnreadable ? error : new OtlpHeadersUnreadable(`the secret ${secretId} named by otlpHeadersSecret could not be read (${(error as Error).message}): check that it exists in this account and region`);
+        // A log line of its own, as the functions' logger writes them: this module loads on one machine too.
+        console.error(JSON.stringify({ level: 'ERROR', message: failure.message, code: failure.code }));
+        throw failure;
+      });
+    return read;
+  };
+}
+
+async function readWithSdk(secretId: string): Promise<string> {
+  const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
+  const { SecretString } = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: secretId }));
+  if (!SecretString) throw new Error('it holds no string');
+  return SecretString;
 }
 
 /**

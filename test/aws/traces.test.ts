@@ -23,11 +23,17 @@ interface ReceivedSpan {
 /** An OTLP/HTTP receiver on loopback: the spans every function exported, as OTLP/JSON carries them. */
 const received: ReceivedSpan[] = [];
 let receiver: Server;
-const aws = useAwsBox({ context: { ...BOX_CONTEXT, otlpEndpoint: COLLECTOR } });
+/** The collector's key, kept in a secret of the account (the stack names it, never its value). */
+const HEADERS_SECRET = 'funduq/otlp-headers';
+const COLLECTOR_KEY = `Bearer ${randomUUID()}`;
+/** The `authorization` header of each export the receiver took. */
+const authorizations: Array<string | undefined> = [];
+const aws = useAwsBox({ context: { ...BOX_CONTEXT, otlpEndpoint: COLLECTOR, otlpHeadersSecret: HEADERS_SECRET } });
 let held: HeldAgent;
 
 beforeAll(async () => {
   receiver = createServer((req, res) => {
+    authorizations.push(req.headers.authorization);
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString()));
     req.on('end', () => {
@@ -42,6 +48,10 @@ beforeAll(async () => {
     });
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  // The operator's secret, made before the deploy as the README says: an ARN of the account's, six characters after its name.
+  const accountSecret = [...aws.box.endpoint.secrets.values()][0].arn;
+  const arn = `${accountSecret.slice(0, accountSecret.indexOf(':secret:') + ':secret:'.length)}${HEADERS_SECRET}-Ab12Cd`;
+  aws.box.endpoint.secrets.set(arn, { id: 'OperatorsOtlpHeaders', arn, name: HEADERS_SECRET, value: `authorization=${encodeURIComponent(COLLECTOR_KEY)}` });
   aws.box.lambda.rewrites.set(COLLECTOR, `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`);
   held = await startHeldAgent();
   const put = await aws.box.admin('PUT', 'agents/held', { url: held.url, description: 'holds its runs' });
@@ -83,6 +93,9 @@ describe('traces on AWS', { timeout: 120_000 }, () => {
     expect(call.parentSpanId).toBe(server.spanId);
     expect(headers.traceparent).toBe(`00-${traceId}-${call.spanId}-01`);
     expect(new Set(inTrace().map((span) => span.service))).toEqual(new Set(['funduq']));
+    // Each function read the collector's key from the secret and sent it with every export.
+    expect(authorizations.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(authorizations)).toEqual(new Set([COLLECTOR_KEY]));
   });
 
   it("link an answer, taken by a door and dispatched by another function, to the asking run's trace, and name each run's trace in the thread view", async () => {

@@ -696,6 +696,20 @@ describe('the functions', () => {
     for (const fn of traced) expect(fn.Properties.Environment.Variables.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('https://collector.example:4318');
   });
 
+  it('let every function read the secret otlpHeadersSecret names (its value only), and refuse it without a collector', () => {
+    const { template: withHeaders } = synth({ otlpEndpoint: 'https://collector.example:4318', otlpHeadersSecret: 'funduq/otlp-headers' });
+    const functions = Object.values(resources(withHeaders, 'AWS::Lambda::Function'));
+    expect(functions).toHaveLength(10);
+    for (const fn of functions) expect(fn.Properties.Environment.Variables.FUNDUQ_OTLP_HEADERS_SECRET).toBe('funduq/otlp-headers');
+    const reads = Object.values(resources(withHeaders, 'AWS::IAM::Policy')).filter((policy) => JSON.stringify(policy).includes('secret:funduq/otlp-headers-??????'));
+    expect(reads).toHaveLength(10);
+    for (const policy of reads) {
+      const statement = (policy.Properties.PolicyDocument.Statement as Array<{ Action: unknown; Resource: unknown }>).find((s) => JSON.stringify(s.Resource).includes('otlp-headers'));
+      expect(statement?.Action).toBe('secretsmanager:GetSecretValue');
+    }
+    expect(() => synth({ otlpHeadersSecret: 'funduq/otlp-headers' })).toThrow(/set otlpEndpoint too/);
+  });
+
   it('hand the core the thread queue limit from the settings (default 8)', () => {
     template.hasResourceProperties('AWS::Lambda::Function', {
       Environment: { Variables: Match.objectLike({ FUNDUQ_FUNCTION: 'doors', [ENV.threadQueueLimit]: '8' }) },

@@ -22,8 +22,8 @@ export type SamplerName = 'always_on' | 'always_off' | 'traceidratio' | 'parentb
 export interface TracingConfig {
   /** The OTLP/HTTP traces URL (`…/v1/traces`); absent, nothing is traced and tracing costs nothing. */
   endpoint?: string;
-  /** Sent with every export (a collector's or a vendor's credentials). */
-  headers?: Record<string, string>;
+  /** Sent with every export (a collector's or a vendor's credentials); a function is asked at each export (headers read from a secret). */
+  headers?: Record<string, string> | (() => Promise<Record<string, string>>);
   serviceName: string;
   sampler?: { name: SamplerName; ratio?: number };
   /** Message content (inputs, outputs, tool arguments) may go into spans: off unless a setting opts in. */

@@ -1,8 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createTracing, NO_TRACING } from '../../../lambdas/adapters/otel/tracing.js';
-import { tracingConfig } from '../../../lambdas/runtimes/tracing.js';
+import { headersFromSecret, tracingConfig } from '../../../lambdas/runtimes/tracing.js';
 
 const env = (vars: Record<string, string>) => (name: string) => vars[name];
 
@@ -75,6 +75,49 @@ describe('tracing from the OTEL_* variables', () => {
       await tracing.shutdown();
     } finally {
       server.close();
+    }
+  });
+});
+
+describe('OTLP headers from a secret (the stack\'s otlpHeadersSecret)', () => {
+  it('reads the secret once, beside the variables\' headers, and reads it again after a failure, saying why with its code', async () => {
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const answers = [Promise.reject(new Error('AccessDeniedException')), Promise.resolve('authorization=Bearer%20k,x-team=one'), Promise.resolve('never read')];
+      const read = vi.fn(async () => answers.shift()!);
+      const headers = headersFromSecret('funduq/otlp-headers', { 'x-team': 'variable', 'x-region': 'eu' }, read);
+      await expect(headers()).rejects.toMatchObject({ code: 'otlp_headers_unreadable', message: expect.stringContaining('check that it exists') });
+      expect(JSON.parse(String(logged.mock.calls[0][0]))).toMatchObject({ level: 'ERROR', code: 'otlp_headers_unreadable' });
+      expect(await headers()).toEqual({ authorization: 'Bearer k', 'x-team': 'one', 'x-region': 'eu' });
+      expect(await headers()).toEqual({ authorization: 'Bearer k', 'x-team': 'one', 'x-region': 'eu' });
+      expect(read).toHaveBeenCalledTimes(2);
+      // A secret that holds something else is said to, and its value is never logged.
+      const wrong = headersFromSecret('funduq/otlp-headers', undefined, async () => 'hunter2');
+      await expect(wrong()).rejects.toMatchObject({ code: 'otlp_headers_unreadable', message: expect.stringContaining('key=value pairs') });
+      expect(logged.mock.calls.map((call) => String(call[0])).join('\n')).not.toContain('hunter2');
+    } finally {
+      logged.mockRestore();
+    }
+  });
+
+  it('sends the secret\'s headers with each export of the spans', async () => {
+    const seen: Array<string | undefined> = [];
+    const receiver = createServer((req, res) => {
+      seen.push(req.headers['x-api-key'] as string | undefined);
+      req.resume().on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const tracing = createTracing({
+        serviceName: 'funduq',
+        endpoint: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/v1/traces`,
+        headers: headersFromSecret('funduq/otlp-headers', undefined, async () => 'x-api-key=from-the-secret'),
+      });
+      tracing.tracer.startSpan('one').end();
+      await tracing.flush();
+      expect(seen).toEqual(['from-the-secret']);
+    } finally {
+      receiver.close();
     }
   });
 });
