@@ -11,7 +11,9 @@ import { startTestGateway } from '../support/gateway.js';
 import { startReceiver, type Received, type Receiver } from '../support/receiver.js';
 
 const EXTENSION = 'https://github.com/hukaichun/funduq/ext/push-signing/v1';
-const clock = new FakeClock(Date.now());
+// Mid-period, so the key set holds one key whatever the day the suite runs (within an hour of a
+// rotation the JWKS rightly names two).
+const clock = new FakeClock((Math.floor(Date.now() / DEFAULT_ROTATION_MS) + 0.5) * DEFAULT_ROTATION_MS);
 let gateway: LocalGateway;
 let receiver: Receiver;
 let client: Client;
