@@ -42,37 +42,38 @@ export async function* limitedRun(provider: Provider, input: RunAgentInput, cont
     ? clock.after(runMs, () => fail(new RunFailure('provider_timeout', `the run passed its limit of ${seconds(runMs)} s`)))
     : undefined;
 
+  // One idle timer for the whole run, not one per event: the relay notes when it began waiting and
+  // the timer, when it fires, fails the run or sleeps again for what is left of the limit.
+  let waitingSince: number | undefined;
   let cancelIdle: (() => void) | undefined;
-  let waiting = false;
-  const armIdle = () => {
-    cancelIdle?.();
-    cancelIdle = Number.isFinite(idleMs)
-      ? clock.after(idleMs, () => fail(new RunFailure('provider_idle', `the agent sent nothing for ${agent.idleTimeoutSeconds} s`)))
-      : undefined;
+  const armIdle = (ms: number) => {
+    cancelIdle = clock.after(ms, () => {
+      const waited = waitingSince === undefined ? 0 : clock.now() - waitingSince;
+      if (waited >= idleMs) fail(new RunFailure('provider_idle', `the agent sent nothing for ${agent.idleTimeoutSeconds} s`));
+      else armIdle(idleMs - waited);
+    });
   };
+  if (Number.isFinite(idleMs)) armIdle(idleMs);
   // Bytes that are no event (an SSE comment, a keep-alive) are no silence either.
   const heartbeat = () => {
-    if (waiting) armIdle();
+    if (waitingSince !== undefined) waitingSince = clock.now();
   };
   const iterator = provider.run(input, { agent, signal: stop.signal, deadline: startedAt + runMs, heartbeat, ...(context.headers ? { headers: context.headers } : {}) })[Symbol.asyncIterator]();
   let done = false;
   try {
     for (;;) {
-      waiting = true;
-      armIdle();
-      const stopped = new Promise<void>((resolve) => {
-        wake = resolve;
-        if (why) resolve();
-      });
+      if (why) throw why;
+      waitingSince = clock.now();
       let next: IteratorResult<unknown> | undefined;
       try {
-        const pending = iterator.next();
-        // Once the relay has stopped waiting, whatever the provider still throws is nobody's news.
-        pending.catch(() => undefined);
-        next = await Promise.race([pending, stopped.then(() => undefined)]);
+        // Whichever comes first, the agent's next event or a limit passed (`fail` wakes the wait);
+        // once the relay has stopped waiting, whatever the provider still throws is nobody's news.
+        next = await new Promise<IteratorResult<unknown> | undefined>((resolve, reject) => {
+          wake = () => resolve(undefined);
+          iterator.next().then(resolve, (error) => (why ? resolve(undefined) : reject(error)));
+        });
       } finally {
-        waiting = false;
-        cancelIdle?.();
+        waitingSince = undefined;
         wake = undefined;
       }
       if (why) throw why;
@@ -84,6 +85,7 @@ export async function* limitedRun(provider: Provider, input: RunAgentInput, cont
     }
   } finally {
     cancelRunTimer?.();
+    cancelIdle?.();
     context.signal.removeEventListener('abort', onCancel);
     // A provider still waiting on its agent is told to stop (its signal) and left to wind down.
     if (!done) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { eventStream, framedByTurn, SSE_OPENING } from '../../lambdas/doors/sse.js';
+import { streamResponse } from '../../lambdas/doors/a2a/wire.js';
 import { eventually } from '../support/core-harness.js';
 
 async function collect(source: AsyncIterable<string>): Promise<string[]> {
@@ -79,5 +80,45 @@ describe('an SSE body', () => {
     expect(seen.stopped).toBe(false);
     await reader.cancel();
     await eventually(() => expect(seen.stopped).toBe(true));
+  });
+});
+
+describe("the A2A door's SSE response", () => {
+  async function chunksOf(response: Response): Promise<string[]> {
+    const decoder = new TextDecoder();
+    const chunks: string[] = [];
+    const reader = response.body!.getReader();
+    for (let next = await reader.read(); !next.done; next = await reader.read()) chunks.push(decoder.decode(next.value));
+    return chunks;
+  }
+  const sse = { heartbeatMs: 60_000 };
+  const update = (n: number) => ({ result: { statusUpdate: { metadata: { funduq: { cursor: `c${n}` } } }, n } });
+
+  it("joins the updates of one turn into one write, each its own SSE event with its cursor as id", async () => {
+    async function* burst() {
+      for (let n = 2; n <= 50; n++) yield n;
+    }
+    const rest = burst();
+    const response = streamResponse({ done: false, value: 1 }, rest, new AbortController(), update, () => ({}), sse);
+    const [opening, ...writes] = await chunksOf(response);
+    expect(opening).toBe(SSE_OPENING);
+    expect(writes).toHaveLength(1);
+    const events = writes[0].split('\n\n').filter(Boolean);
+    expect(events).toHaveLength(50);
+    expect(events[49]).toBe(`id: c50\ndata: ${JSON.stringify(update(50))}`);
+  });
+
+  it('writes the updates a failure came after, then the error event', async () => {
+    async function* failing() {
+      yield 2;
+      throw new Error('the task store went away');
+    }
+    const response = streamResponse({ done: false, value: 1 }, failing(), new AbortController(), update, (error) => ({ error: String(error) }), sse);
+    const body = (await chunksOf(response)).join('');
+    expect(body.split('\n\n').filter(Boolean).slice(1)).toEqual([
+      `id: c1\ndata: ${JSON.stringify(update(1))}`,
+      `id: c2\ndata: ${JSON.stringify(update(2))}`,
+      `event: error\ndata: ${JSON.stringify({ error: 'Error: the task store went away' })}`,
+    ]);
   });
 });

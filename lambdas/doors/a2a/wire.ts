@@ -6,7 +6,7 @@ import type { Caller } from '../../core/a2a/deps.js';
 import type { Agent, Principal } from '../../core/model.js';
 import { contextOfHeaders } from '../../core/run-context.js';
 import { MAX_DEPTH, nestedDeeperThan } from '../../core/storable.js';
-import { eventStream, SSE_HEADERS, type SseOptions } from '../sse.js';
+import { eventStream, framedByTurn, SSE_HEADERS, type SseOptions } from '../sse.js';
 import { runHeaders } from '../tracing.js';
 
 /** A2A 0.3 requests carry `A2A-Version: 0.3` or no version header at all (the SDK's rule). */
@@ -41,8 +41,8 @@ export function cursorFrom(c: Context, metadata: Record<string, unknown> | undef
 
 /**
  * An SSE response of a stream whose first item was already taken (so that a refusal before it is
- * answered as an error body instead): each item framed with its cursor as the SSE id, an error
- * after the first item as an `error` event. The reader going away aborts `stop`.
+ * answered as an error body instead): each item framed with its cursor as the SSE id, the frames
+ * of one turn joined, an error after the first item as an `error` event. The reader going away aborts `stop`.
  */
 export function streamResponse<T>(
   first: IteratorResult<T>,
@@ -55,9 +55,11 @@ export function streamResponse<T>(
   const body = eventStream(
     (signal) => {
       signal.addEventListener('abort', () => stop.abort(), { once: true });
-      return resume(first, rest);
+      // The updates of one turn go out as one write, as on the AG-UI door: a burst's chunks would
+      // otherwise cost a body chunk, a socket write and a TCP segment each.
+      return framedByTurn(resume(first, rest), (item) => frame(toWire(item)));
     },
-    (item) => frame(toWire(item)),
+    (frames) => frames,
     { ...sse, onError: (error) => `event: error\ndata: ${JSON.stringify(errorBody(error))}\n\n` },
   );
   return new Response(body, { status: 200, headers: SSE_HEADERS });
