@@ -125,6 +125,10 @@ async function startDispatch(core: Core, runId: string, options: DispatchOptions
     if (core.settings.lease) hold = await RunHold.take(core, runId, options.receipt, core.settings.lease, () => stop.abort(new LeaseLost(runId)));
     run = await core.ledger.start(runId, options.receipt);
     if (!run) {
+      // Not queued any more. A dispatch stalled past its lapse finds its lease another's: the
+      // sweep let its message go again and the next delivery started the run, which is that one's
+      // to run (failing it `dispatch_lost` below would end a live relay).
+      if (hold && !(await hold.held())) return 'superseded';
       await hold?.end();
       return undefined;
     }

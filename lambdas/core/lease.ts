@@ -17,8 +17,11 @@ export class LeaseLost extends RunFailure {
  * write of the run's events, once `renewMs` passed since the last renewal: so no batch is written
  * more than `renewMs` after a renewal that found the lease held, and a sweep, which ends a lease
  * only `lapseMs` after its last renewal, cannot fail the run under a write unless the write took
- * longer than the difference. A renewal that finds the lease ended (the sweep failed the run) marks
- * it lost; from then on every write of the run's stops (`hold` throws), and its dispatcher settles nothing.
+ * longer than the difference. A renewal that finds the lease ended (the sweep failed the run) or
+ * taken over by a later delivery's dispatch marks it lost; from then on every write of the run's
+ * stops (`hold` throws), and its dispatcher settles nothing. Its end ends only the lease it took: a
+ * dispatch that was only stalled past its lapse, whose run a later delivery started meanwhile,
+ * leaves that delivery's lease alone.
  */
 export class RunHold {
   lost = false;
@@ -29,6 +32,8 @@ export class RunHold {
   private constructor(
     private readonly deps: { store: RunStore; clock: Clock },
     private readonly runId: string,
+    /** The delivery this dispatch came in: its renewals and its end touch only the lease it took, never a later delivery's. */
+    private readonly receipt: string | undefined,
     private readonly settings: LeaseSettings,
     private readonly onLost: () => void,
   ) {
@@ -39,7 +44,7 @@ export class RunHold {
   /** Takes the run's lease (a redelivery's takes over the one before: that dispatch is gone). */
   static async take(deps: { store: RunStore; clock: Clock }, runId: string, receipt: string | undefined, settings: LeaseSettings, onLost: () => void): Promise<RunHold> {
     await deps.store.leases.take({ runId, until: deps.clock.now() + settings.lapseMs, ...(receipt !== undefined ? { receipt } : {}) });
-    return new RunHold(deps, runId, settings, onLost);
+    return new RunHold(deps, runId, receipt, settings, onLost);
   }
 
   /** Before a write of the run's: renews the lease when due; throws `LeaseLost` once the run is no longer this dispatcher's. */
@@ -48,10 +53,16 @@ export class RunHold {
     if (this.lost) throw new LeaseLost(this.runId);
   }
 
+  /** Whether the lease is still this dispatch's (renewed now, if it is): false once it was ended or taken over. */
+  async held(): Promise<boolean> {
+    if (!this.lost) await this.renew();
+    return !this.lost;
+  }
+
   /** The run settled (or its dispatch ended): the lease goes, so no sweep looks at it again. */
   async end(): Promise<void> {
     this.stop();
-    if (!this.lost) await this.deps.store.leases.end(this.runId);
+    if (!this.lost) await this.deps.store.leases.end(this.runId, this.receipt !== undefined ? { receipt: this.receipt } : {});
   }
 
   /** Stops renewing, leaving the lease to lapse (a run handed to its providers is held by its link). */
@@ -68,7 +79,7 @@ export class RunHold {
   /** Each renewal is sent whatever is on its way: two that cross each hold the lease a lapse past its own time. */
   private async renew(): Promise<void> {
     const at = this.deps.clock.now();
-    if (await this.deps.store.leases.renew(this.runId, at + this.settings.lapseMs)) {
+    if (await this.deps.store.leases.renew(this.runId, at + this.settings.lapseMs, this.receipt)) {
       this.renewedAt = Math.max(this.renewedAt, at);
     } else if (!this.lost) {
       this.lost = true;
@@ -117,7 +128,7 @@ export async function failLapsed(core: Core, now: number): Promise<LapsedSweep> 
   for (let page = 0; page < LAPSED_PAGES; page++) {
     const leases = await core.store.leases.lapsed(now, LAPSED_PAGE);
     for (const lease of leases) {
-      if (!(await core.store.leases.end(lease.runId, lease.until))) continue;
+      if (!(await core.store.leases.end(lease.runId, { until: lease.until }))) continue;
       const run = await core.store.runs.get(lease.runId);
       if (!run) continue;
       if (run.status === 'queued') {

@@ -12,6 +12,7 @@ export type {
   ProviderRegistry,
   PushConfigs,
   RecordProjections,
+  LeaseAs,
   RunLeases,
   RunRecords,
   RunStore,

@@ -38,8 +38,13 @@ export interface ProviderCallScope {
   ended?(failure?: { code: string; message: string }): void;
 }
 
-/** `handed_off`: a link run went to its providers and holds its thread-queue message until it settles. */
-export type DispatchResult = 'ran' | 'handed_off' | 'skipped' | 'dispatch_lost' | 'missing' | 'queued_as_next';
+/**
+ * What a dispatch did with its delivery. `handed_off`: a link run went to its providers and holds
+ * its thread-queue message until it settles. `superseded`: the run was started by a later delivery of
+ * the same message, which took this one's lease over while this one was stalled; the run and the
+ * message are that delivery's, and this one leaves both.
+ */
+export type DispatchResult = 'ran' | 'handed_off' | 'skipped' | 'dispatch_lost' | 'missing' | 'queued_as_next' | 'superseded';
 
 /** How a dispatch of a thread-queue message went: its result, or what it threw (the message comes again). */
 export type Dispatched = RunRef & ({ result: DispatchResult; error?: undefined } | { result?: undefined; error: unknown });

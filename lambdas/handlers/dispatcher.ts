@@ -50,6 +50,9 @@ export function createDispatcher(options: Omit<WiringOptions, 'providers'>) {
         // A link run handed off holds its message: kept in flight (its thread waits) and reported
         // back, so Lambda does not delete it; the run's settle does. Gone already: its run settled.
         if (result === 'handed_off' && queue instanceof SqsThreadQueue && (await queue.hold(record.receiptHandle))) return 'kept';
+        // Its message came again while this dispatch stalled, and that delivery runs the run: the
+        // message is that one's to delete, so this older receive leaves it.
+        if (result === 'superseded') return 'kept';
       } finally {
         logger.removeKeys(['threadId', 'runId']);
       }

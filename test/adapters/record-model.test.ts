@@ -212,8 +212,14 @@ const leaseCalls: fc.Arbitrary<Call>[] = [
   both('leases.take', fc.record({ run: runName, until, receipt: fc.option(fc.constantFrom('r1', 'r2'), { nil: undefined }) }), (a, { prefix }) => (side) =>
     side.leases.take({ runId: prefix + a.run, until: a.until, ...(a.receipt !== undefined ? { receipt: a.receipt } : {}) }),
   ),
-  both('leases.renew', fc.record({ run: runName, until }), (a, { prefix }) => (side) => side.leases.renew(prefix + a.run, a.until)),
-  both('leases.end', fc.record({ run: runName, until: fc.option(until, { nil: undefined }) }), (a, { prefix }) => (side) => side.leases.end(prefix + a.run, a.until)),
+  both('leases.renew', fc.record({ run: runName, until, receipt: fc.option(fc.constantFrom('r1', 'r2'), { nil: undefined }) }), (a, { prefix }) => (side) =>
+    side.leases.renew(prefix + a.run, a.until, a.receipt),
+  ),
+  both(
+    'leases.end',
+    fc.record({ run: runName, until: fc.option(until, { nil: undefined }), receipt: fc.option(fc.constantFrom('r1', 'r2'), { nil: undefined }) }),
+    (a, { prefix }) => (side) => side.leases.end(prefix + a.run, { ...(a.until !== undefined ? { until: a.until } : {}), ...(a.receipt !== undefined ? { receipt: a.receipt } : {}) }),
+  ),
   both('leases.lapsed', fc.record({ before: fc.constantFrom(1_500, 2_500, 3_500) }), () => () => undefined, thenTheLapsed),
 ];
 

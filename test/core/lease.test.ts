@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RunStore } from '../../lambdas/core/ports.js';
+import type { LeaseAs, RunStore } from '../../lambdas/core/ports.js';
 import { eventually, Gate, harness, type Harness } from '../support/core-harness.js';
 import { useStore } from '../support/stores.js';
 
@@ -12,9 +12,9 @@ const LEASE = { renewMs: 10_000, lapseMs: 30_000 };
 function renewalsHeld(store: RunStore, runId: string, gate: Gate): RunStore {
   return Object.assign(Object.create(store) as RunStore, {
     leases: Object.assign(Object.create(store.leases) as RunStore['leases'], {
-      renew: async (id: string, until: number) => {
+      renew: async (id: string, until: number, receipt?: string) => {
         if (id === runId) await gate.wait;
-        return store.leases.renew(id, until);
+        return store.leases.renew(id, until, receipt);
       },
     }),
   });
@@ -122,9 +122,9 @@ describe('a dispatcher’s lease on its run', () => {
       leases: Object.assign(Object.create(base.leases) as RunStore['leases'], {
         // The message came again: its next dispatcher takes a lease of its own and starts the run
         // just after the sweep ended the lapsed lease, and before the sweep reads the run.
-        end: async (runId: string, until?: number) => {
-          const ended = await base.leases.end(runId, until);
-          if (sweeping && until !== undefined && second === undefined) {
+        end: async (runId: string, as?: LeaseAs) => {
+          const ended = await base.leases.end(runId, as);
+          if (sweeping && as?.until !== undefined && second === undefined) {
             second = h.gateway.dispatchRun('run-1', { receipt: 'receipt-2' });
             await eventually(async () => expect((await h.events('run-1')).length).toBe(3), 20_000);
           }
@@ -147,6 +147,68 @@ describe('a dispatcher’s lease on its run', () => {
     expect(await second).toBe('ran');
     expect(await base.runs.get('run-1')).toMatchObject({ status: 'completed', lastSeq: 6 });
     expect((await h.events('run-1')).map((e) => e.event.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED']);
+  });
+
+  it('leaves the lease of the next delivery’s dispatcher alone when the dispatch before it was only stalled, not dead', async () => {
+    const base = await stores.freshStore();
+    const stalled = new Gate();
+    const timerStalled = new Gate();
+    let starts = 0;
+    const done: string[] = [];
+    const store = Object.assign(Object.create(base) as RunStore, {
+      runs: Object.assign(Object.create(base.runs) as RunStore['runs'], {
+        // The first dispatch took its lease and stalled at the write that marks the run running.
+        transition: async (...args: Parameters<RunStore['runs']['transition']>) => {
+          const first = args[0] === 'run-1' && args[2].status === 'running' && ++starts === 1;
+          if (first) await stalled.wait;
+          return base.runs.transition(...args);
+        },
+      }),
+      leases: Object.assign(Object.create(base.leases) as RunStore['leases'], {
+        // Its timer stalled with it, and wakes after it; both of its late writes to the lease are counted when they land.
+        renew: async (runId: string, until: number, receipt?: string) => {
+          if (receipt === 'receipt-1') await timerStalled.wait;
+          const renewed = await base.leases.renew(runId, until, receipt);
+          if (receipt === 'receipt-1') done.push(`renew ${renewed}`);
+          return renewed;
+        },
+        end: async (runId: string, as?: LeaseAs) => {
+          const ended = await base.leases.end(runId, as);
+          if (as?.receipt === 'receipt-1') done.push(`end ${ended}`);
+          return ended;
+        },
+      }),
+    });
+    const results: string[] = [];
+    const life = { dispatched: (d: { runId: string; result?: string }) => void results.push(String(d.result)) };
+    const h = await harness(store, { settings: { lease: LEASE }, receipt: () => 'receipt-1', life });
+    Object.assign(h.queue, { redeliver: async () => undefined });
+    const more = new Gate();
+    pausing(h, more);
+    void h.send('hello');
+    await eventually(async () => expect(await base.leases.lapsed(Number.MAX_SAFE_INTEGER, 10)).toEqual([expect.objectContaining({ receipt: 'receipt-1' })]), 20_000);
+    h.clock.advance(LEASE.lapseMs + 1);
+    expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0, redelivered: 1 });
+
+    // The message's next delivery runs the run, under a lease of its own.
+    const second = h.gateway.dispatchRun('run-1', { receipt: 'receipt-2' });
+    await eventually(async () => expect((await h.events('run-1')).length).toBe(3), 20_000);
+    // The stalled dispatch wakes: it finds the run started and its lease the next one's, and
+    // leaves both (no renewal of its lands, and it ends nothing).
+    stalled.open();
+    timerStalled.open();
+    await eventually(() => expect(results).toEqual(['superseded']), 20_000);
+    expect(done.filter((write) => write !== 'renew false')).toEqual([]);
+    expect(await base.leases.lapsed(Number.MAX_SAFE_INTEGER, 10)).toEqual([expect.objectContaining({ runId: 'run-1', receipt: 'receipt-2' })]);
+
+    // The live dispatcher's renewals still find its lease, and a sweep past the old lapse leaves its run.
+    h.clock.advance(LEASE.renewMs);
+    await eventually(async () => expect((await base.leases.lapsed(Number.MAX_SAFE_INTEGER, 10))[0]?.until).toBe(h.clock.now() + LEASE.lapseMs), 20_000);
+    expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0, redelivered: 0 });
+    more.open();
+    expect(await second).toBe('ran');
+    expect(await base.runs.get('run-1')).toMatchObject({ status: 'completed', lastSeq: 6 });
+    expect(await base.leases.lapsed(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
   });
 
   it('lets a dispatcher paused past its lease find its run failed, and write nothing over the failure', async () => {

@@ -54,15 +54,27 @@ export function mapParts<S extends RunStore>(store: S, wrap: <P extends keyof Ru
  * dispatcher and a sweep: a renewal takes only a lease still held, and a sweep ends a lapsed
  * lease (only while it is as listed) before it fails the run, so of the two exactly one goes on.
  */
+/** What a lease must still be for a write that names it to apply. */
+export interface LeaseAs {
+  until?: number;
+  receipt?: string;
+}
+
 export interface RunLeases {
   /** Takes the run's lease (a redelivery's dispatch takes over the lease of the one before). */
   take(lease: RunLease): Promise<void>;
-  /** Moves the lease's end to `until`, only while the lease is held; false when it was ended. */
-  renew(runId: string, until: number): Promise<boolean>;
+  /**
+   * Moves the lease's end to `until`, only while the lease is held, and with `receipt`, held by
+   * that delivery's dispatch (not taken over by a later one); false when it was ended or is another's.
+   */
+  renew(runId: string, until: number, receipt?: string): Promise<boolean>;
   /** Leases that end before `before` (epoch ms), the earliest first, at most `limit`. */
   lapsed(before: number, limit: number): Promise<RunLease[]>;
-  /** Ends the run's lease; with `until`, only while its end is still that (not renewed since it was listed). False when nothing was ended. */
-  end(runId: string, until?: number): Promise<boolean>;
+  /**
+   * Ends the run's lease, only while it is as `as` says: its end `until` (not renewed since it was
+   * listed), its delivery `receipt` (not taken over by a later one). False when nothing was ended.
+   */
+  end(runId: string, as?: LeaseAs): Promise<boolean>;
 }
 
 /** A thread is named by its tenant and its id (see `ThreadRef`); a `Run` names its own thread. */

@@ -1,5 +1,5 @@
 import { threadKey, type Budget, type LinkProvider, type MessageClaim, type Run, type RunLease, type RunLink, type RunStatus, type Spend, type Tenant, type Thread, type ThreadRef } from '../model.js';
-import type { AskChanges, RecordProjections, TaskEntry, TaskIndexQuery, TenantAdmission, TenantLimits } from './port.js';
+import type { AskChanges, LeaseAs, RecordProjections, TaskEntry, TaskIndexQuery, TenantAdmission, TenantLimits } from './port.js';
 import { admission, charged, checkPageLimit, checkRunPatch, claimIsFree, closedAsks, crossed, linkMayMove, registrationOf, reopenedAsks, type TenantCounts } from './rules.js';
 
 /**
@@ -193,10 +193,11 @@ export class ReferenceRecord {
     take: (lease: RunLease): void => {
       this.leaseItems.set(lease.runId, copy(lease));
     },
-    renew: (runId: string, until: number): boolean => {
+    renew: (runId: string, until: number, receipt?: string): boolean => {
       const held = this.leaseItems.get(runId);
-      if (held) held.until = until;
-      return held !== undefined;
+      if (!held || (receipt !== undefined && held.receipt !== receipt)) return false;
+      held.until = until;
+      return true;
     },
     lapsed: (before: number, limit: number): RunLease[] =>
       [...this.leaseItems.values()]
@@ -204,9 +205,9 @@ export class ReferenceRecord {
         .sort((a, b) => a.until - b.until || (a.runId < b.runId ? -1 : 1))
         .slice(0, limit)
         .map(copy),
-    end: (runId: string, until?: number): boolean => {
+    end: (runId: string, as: LeaseAs = {}): boolean => {
       const held = this.leaseItems.get(runId);
-      if (!held || (until !== undefined && held.until !== until)) return false;
+      if (!held || (as.until !== undefined && held.until !== as.until) || (as.receipt !== undefined && held.receipt !== as.receipt)) return false;
       return this.leaseItems.delete(runId);
     },
   };

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { RunLease } from '../../../core/model.js';
-import type { RunLeases } from '../../../core/ports.js';
+import type { LeaseAs, RunLeases } from '../../../core/ports.js';
 import type { SqliteHandle } from './handle.js';
 
 /** Leases: a row per run, its end in a column of its own (indexed: the sweep lists by it). */
@@ -15,8 +15,8 @@ export class SqliteRunLeases implements RunLeases {
     this.statements.put.run(lease.runId, lease.until, lease.receipt ?? null);
   }
 
-  async renew(runId: string, until: number): Promise<boolean> {
-    return this.statements.renew.run(until, runId).changes === 1;
+  async renew(runId: string, until: number, receipt?: string): Promise<boolean> {
+    return this.statements.renew.run({ until, runId, receipt: receipt ?? null }).changes === 1;
   }
 
   async lapsed(before: number, limit: number): Promise<RunLease[]> {
@@ -24,17 +24,17 @@ export class SqliteRunLeases implements RunLeases {
     return rows.map((row) => ({ runId: row.run_id, until: row.until, ...(row.receipt !== null ? { receipt: row.receipt } : {}) }));
   }
 
-  async end(runId: string, until?: number): Promise<boolean> {
-    return (until === undefined ? this.statements.end.run(runId) : this.statements.endAsListed.run(runId, until)).changes === 1;
+  async end(runId: string, as: LeaseAs = {}): Promise<boolean> {
+    return this.statements.end.run({ runId, until: as.until ?? null, receipt: as.receipt ?? null }).changes === 1;
   }
 }
 
 function prepare(db: Database.Database) {
   return {
     put: db.prepare('INSERT OR REPLACE INTO leases (run_id, until, receipt) VALUES (?, ?, ?)'),
-    renew: db.prepare('UPDATE leases SET until = ? WHERE run_id = ?'),
+    // A condition left null is no condition.
+    renew: db.prepare('UPDATE leases SET until = @until WHERE run_id = @runId AND (@receipt IS NULL OR receipt = @receipt)'),
     lapsed: db.prepare('SELECT run_id, until, receipt FROM leases WHERE until < ? ORDER BY until, run_id LIMIT ?'),
-    end: db.prepare('DELETE FROM leases WHERE run_id = ?'),
-    endAsListed: db.prepare('DELETE FROM leases WHERE run_id = ? AND until = ?'),
+    end: db.prepare('DELETE FROM leases WHERE run_id = @runId AND (@until IS NULL OR until = @until) AND (@receipt IS NULL OR receipt = @receipt)'),
   };
 }

@@ -1,6 +1,6 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { RunLease } from '../../../../core/model.js';
-import type { RunLeases } from '../../../../core/ports.js';
+import type { LeaseAs, RunLeases } from '../../../../core/ports.js';
 import { RUNS_TABLE } from '../tables.js';
 import { copiesOf, listShards, unitsOf, type DynamoHandle } from './handle.js';
 import { domain, fitsKey, LEASE_PREFIX, leaseKey, leasePartition, leaseSort } from './keys.js';
@@ -8,7 +8,8 @@ import { domain, fitsKey, LEASE_PREFIX, leaseKey, leasePartition, leaseSort } fr
 /**
  * Leases: an item each beside its run's (`run#<runId>`, `lease`), listed by their end from `byKey`
  * partitions spread by the run id's hash. A renewal and a sweep's end are each one conditional
- * write on that item: the renewal only while it exists, the end only while its end is as listed.
+ * write on that item: the renewal only while it exists (and is its dispatch's), the end only while
+ * it is as the caller saw it (its end as listed, its delivery's receipt).
  */
 export class DynamoRunLeases implements RunLeases {
   constructor(private readonly handle: DynamoHandle) {}
@@ -21,16 +22,16 @@ export class DynamoRunLeases implements RunLeases {
     await doc.send(new PutCommand({ TableName: tables.runs, Item: item }));
   }
 
-  async renew(runId: string, until: number): Promise<boolean> {
+  async renew(runId: string, until: number, receipt?: string): Promise<boolean> {
     if (!fitsKey(leaseKey(runId))) return false;
     // One unit for the item and one for its entry in byKey (`update` counts the first).
     this.handle.sent.writeUnits += 1;
     const renewed = await this.handle.update({
       Key: leaseKey(runId),
       UpdateExpression: 'SET #until = :until, #sort = :sort',
-      ConditionExpression: 'attribute_exists(#until)',
-      ExpressionAttributeNames: { '#until': 'until', '#sort': RUNS_TABLE.byKey.sortKey },
-      ExpressionAttributeValues: { ':until': until, ':sort': leaseSort(until) },
+      ConditionExpression: receipt === undefined ? 'attribute_exists(#until)' : 'attribute_exists(#until) AND #receipt = :receipt',
+      ExpressionAttributeNames: { '#until': 'until', '#sort': RUNS_TABLE.byKey.sortKey, ...(receipt === undefined ? {} : { '#receipt': 'receipt' }) },
+      ExpressionAttributeValues: { ':until': until, ':sort': leaseSort(until), ...(receipt === undefined ? {} : { ':receipt': receipt }) },
     });
     return renewed !== undefined;
   }
@@ -42,10 +43,12 @@ export class DynamoRunLeases implements RunLeases {
       .slice(0, limit);
   }
 
-  async end(runId: string, until?: number): Promise<boolean> {
+  async end(runId: string, as: LeaseAs = {}): Promise<boolean> {
     if (!fitsKey(leaseKey(runId))) return false;
-    return until === undefined
-      ? this.handle.deleteWhere(leaseKey(runId), 'attribute_exists(#until)', { '#until': 'until' }, {})
-      : this.handle.deleteWhere(leaseKey(runId), '#until = :until', { '#until': 'until' }, { ':until': until });
+    const conditions = ['attribute_exists(#until)'];
+    const values: Record<string, unknown> = {};
+    if (as.until !== undefined) conditions.push('#until = :until'), (values[':until'] = as.until);
+    if (as.receipt !== undefined) conditions.push('#receipt = :receipt'), (values[':receipt'] = as.receipt);
+    return this.handle.deleteWhere(leaseKey(runId), conditions.join(' AND '), { '#until': 'until', ...(as.receipt !== undefined ? { '#receipt': 'receipt' } : {}) }, values);
   }
 }
