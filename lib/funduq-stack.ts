@@ -95,6 +95,7 @@ export class FunduqStack extends Stack {
       ...(settings.jwtTenantClaim ? { [ENV.jwtTenantClaim]: settings.jwtTenantClaim } : {}),
       // Every function traces to the same collector (see the README's "Traces").
       ...toEnvironment({ otlpEndpoint: DEPLOY_SETTINGS.otlpEndpoint, otlpHeadersSecret: DEPLOY_SETTINGS.otlpHeadersSecret }, settings),
+      ...(settings.otlpCloudWatch ? toEnvironment({ otlpCloudWatch: DEPLOY_SETTINGS.otlpCloudWatch }, settings) : {}),
     };
 
     this.threadQueue = new ThreadQueue(this, 'ThreadQueue', {
@@ -180,6 +181,7 @@ export class FunduqStack extends Stack {
     }
 
     if (settings.otlpHeadersSecret) this.grantOtlpHeaders(settings);
+    if (settings.otlpCloudWatch) this.grantCloudWatchTraces(settings);
     if (settings.alarmEmail) this.sendAlarmsTo(settings.alarmEmail);
     this.outputs(settings, adminToken);
   }
@@ -190,6 +192,16 @@ export class FunduqStack extends Stack {
     const secret = secretsmanager.Secret.fromSecretNameV2(this, 'OtlpHeaders', settings.otlpHeadersSecret as string);
     for (const { function: fn } of this.node.findAll().filter((c): c is GatewayFunction => c instanceof GatewayFunction)) {
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [`${secret.secretArn}-??????`] }));
+    }
+  }
+
+  /** Every function that traces may send its spans to CloudWatch's OTLP endpoint, which authorizes an export as `xray:PutTraceSegments` (an action on no resource). */
+  private grantCloudWatchTraces(settings: FunduqSettings): void {
+    if (settings.otlpEndpoint || settings.otlpHeadersSecret) {
+      throw new SettingsError('funduq: otlpCloudWatch sends traces to CloudWatch itself: leave out otlpEndpoint and otlpHeadersSecret, or send them to your collector without otlpCloudWatch');
+    }
+    for (const { function: fn } of this.node.findAll().filter((c): c is GatewayFunction => c instanceof GatewayFunction)) {
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['xray:PutTraceSegments'], resources: ['*'] }));
     }
   }
 

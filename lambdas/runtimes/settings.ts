@@ -227,6 +227,12 @@ export const DEPLOY_SETTINGS = {
    * as `OTEL_EXPORTER_OTLP_HEADERS` writes them (`key=value,…`): a vendor's key stays out of the template.
    */
   otlpHeadersSecret: setting({ env: 'FUNDUQ_OTLP_HEADERS_SECRET', context: 'otlpHeadersSecret', read: text }),
+  /**
+   * Every function sends its traces to CloudWatch's own OTLP endpoint in the stack's region, signed
+   * with SigV4 by its role (no collector, no layer; CloudWatch's Transaction Search must be on).
+   * Instead of `otlpEndpoint`, never beside it.
+   */
+  otlpCloudWatch: setting({ env: 'FUNDUQ_OTLP_CLOUDWATCH', context: 'otlpCloudWatch', read: flag, default: false }),
 };
 
 type Group = Record<string, Setting<any, any>>;

@@ -1,3 +1,4 @@
+import { sigv4Signer } from '../adapters/aws/sigv4-signer.js';
 import { createTracing, type SamplerName, type Tracing, type TracingConfig } from '../adapters/otel/tracing.js';
 import type { Environment } from './aws.js';
 import { SettingsError } from './settings.js';
@@ -11,6 +12,9 @@ const SAMPLERS: readonly SamplerName[] = ['always_on', 'always_off', 'traceidrat
  * (`key=value,…`, values URL-encoded), `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER` and its
  * `…_ARG`, `OTEL_SDK_DISABLED`, `OTEL_TRACES_EXPORTER=none`; and the GenAI instrumentations'
  * `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` for message content. No endpoint: no traces.
+ * `FUNDUQ_OTLP_CLOUDWATCH=true` sends them to CloudWatch's OTLP endpoint in `AWS_REGION` instead
+ * (X-Ray's, where the SDK's `AWS_ENDPOINT_URL_XRAY` or `AWS_ENDPOINT_URL` name none other), each
+ * export signed with SigV4 by the credentials the SDK finds.
  * A value that cannot be used throws `SettingsError`, one line naming the variable.
  */
 export function tracingConfig(get: (name: string) => string | undefined): TracingConfig {
@@ -27,7 +31,11 @@ export function tracingConfig(get: (name: string) => string | undefined): Tracin
   if (exporter !== undefined && !['otlp', 'none'].includes(exporter)) bad('OTEL_TRACES_EXPORTER', 'must be otlp or none (funduq exports OTLP over HTTP)');
   const protocol = read('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
   if (read(protocol) !== undefined && !['http/json', 'http/protobuf'].includes(read(protocol)!)) bad(protocol, 'must be http/json or http/protobuf (funduq sends OTLP/HTTP; grpc is not offered)');
-  const endpoint = endpointOf(read('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'), read('OTEL_EXPORTER_OTLP_ENDPOINT'), bad);
+  const cloudWatch = read('FUNDUQ_OTLP_CLOUDWATCH')?.toLowerCase();
+  if (cloudWatch !== undefined && cloudWatch !== 'true' && cloudWatch !== 'false') bad('FUNDUQ_OTLP_CLOUDWATCH', 'must be true or false');
+  const collector = endpointOf(read('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'), read('OTEL_EXPORTER_OTLP_ENDPOINT'), bad);
+  const signed = cloudWatch === 'true' ? cloudWatchOf(read, collector, bad) : undefined;
+  const endpoint = signed?.endpoint ?? collector;
   const headersName = read('OTEL_EXPORTER_OTLP_TRACES_HEADERS') ? 'OTEL_EXPORTER_OTLP_TRACES_HEADERS' : 'OTEL_EXPORTER_OTLP_HEADERS';
   const headers = headersOf(read(headersName), () => bad(headersName, 'must be key=value pairs separated by commas'));
   const samplerName = read('OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on';
@@ -40,10 +48,20 @@ export function tracingConfig(get: (name: string) => string | undefined): Tracin
   return {
     serviceName,
     ...(endpoint !== undefined && !disabled && exporter !== 'none' ? { endpoint } : {}),
-    ...(headers ? { headers } : {}),
+    ...(headers && !signed ? { headers } : {}),
+    ...(signed ? { sign: sigv4Signer({ service: 'xray', region: signed.region }) } : {}),
     sampler: { name: samplerName as SamplerName, ratio },
     captureContent: capture === 'true',
   };
+}
+
+/** CloudWatch's OTLP traces endpoint (X-Ray's), in the function's region: it takes SigV4-signed exports only, so no collector's endpoint or headers go with it. */
+function cloudWatchOf(read: (name: string) => string | undefined, collector: string | undefined, bad: (name: string, takes: string) => never): { endpoint: string; region: string } {
+  if (collector !== undefined) bad('FUNDUQ_OTLP_CLOUDWATCH', 'sends traces to CloudWatch itself: unset OTEL_EXPORTER_OTLP_ENDPOINT (and …_TRACES_ENDPOINT), or set this to false');
+  const region = read('AWS_REGION') ?? read('AWS_DEFAULT_REGION');
+  if (region === undefined) bad('FUNDUQ_OTLP_CLOUDWATCH', 'needs AWS_REGION (the region whose CloudWatch takes the traces)');
+  const base = read('AWS_ENDPOINT_URL_XRAY') ?? read('AWS_ENDPOINT_URL') ?? `https://xray.${region}.amazonaws.com`;
+  return { endpoint: `${base.replace(/\/+$/, '')}/v1/traces`, region: region as string };
 }
 
 function endpointOf(traces: string | undefined, base: string | undefined, bad: (name: string, takes: string) => never): string | undefined {

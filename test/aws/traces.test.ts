@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { spansOf, type ReceivedSpan } from '../support/aws-box/cloudwatch-traces.js';
 import { runInput } from '../support/aws-box/run-input.js';
 import { BOX_CONTEXT, useAwsBox } from '../support/aws-box/box.js';
 import { readSse } from '../support/gateway.js';
@@ -9,16 +10,6 @@ import { startHeldAgent, type HeldAgent } from '../support/held-agent.js';
 
 /** What the stack is deployed with; the box points it at the receiver below before any function starts. */
 const COLLECTOR = 'http://otlp-receiver.box.invalid:4318';
-
-interface ReceivedSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  service: string;
-  links?: { traceId: string; spanId: string }[];
-}
 
 /** An OTLP/HTTP receiver on loopback: the spans every function exported, as OTLP/JSON carries them. */
 const received: ReceivedSpan[] = [];
@@ -37,13 +28,7 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString()));
     req.on('end', () => {
-      const payload = JSON.parse(body) as {
-        resourceSpans: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeSpans: { spans: Omit<ReceivedSpan, 'service'>[] }[] }[];
-      };
-      for (const { resource, scopeSpans } of payload.resourceSpans) {
-        const service = resource.attributes.find((attribute) => attribute.key === 'service.name')?.value.stringValue ?? '';
-        for (const { spans } of scopeSpans) for (const span of spans) received.push({ ...span, service });
-      }
+      received.push(...spansOf(body));
       res.writeHead(200, { 'Content-Type': 'application/json' }).end('{}');
     });
   });

@@ -710,6 +710,22 @@ describe('the functions', () => {
     expect(() => synth({ otlpHeadersSecret: 'funduq/otlp-headers' })).toThrow(/set otlpEndpoint too/);
   });
 
+  it("let every function send its traces to CloudWatch's OTLP endpoint with otlpCloudWatch, never beside a collector", () => {
+    const { template: cloudWatch } = synth({ otlpCloudWatch: true });
+    const functions = Object.values(resources(cloudWatch, 'AWS::Lambda::Function'));
+    expect(functions).toHaveLength(10);
+    for (const fn of functions) {
+      expect(fn.Properties.Environment.Variables.FUNDUQ_OTLP_CLOUDWATCH).toBe('true');
+      expect(fn.Properties.Environment.Variables.OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
+    }
+    const puts = Object.values(resources(cloudWatch, 'AWS::IAM::Policy')).filter((policy) =>
+      (policy.Properties.PolicyDocument.Statement as Array<{ Action: unknown; Resource: unknown }>).some((s) => s.Action === 'xray:PutTraceSegments' && s.Resource === '*'),
+    );
+    expect(puts).toHaveLength(10);
+    expect(JSON.stringify(resources(template, 'AWS::IAM::Policy'))).not.toContain('xray:');
+    expect(() => synth({ otlpCloudWatch: true, otlpEndpoint: 'https://collector.example:4318' })).toThrow(/otlpCloudWatch sends traces to CloudWatch itself/);
+  });
+
   it('hand the core the thread queue limit from the settings (default 8)', () => {
     template.hasResourceProperties('AWS::Lambda::Function', {
       Environment: { Variables: Match.objectLike({ FUNDUQ_FUNCTION: 'doors', [ENV.threadQueueLimit]: '8' }) },

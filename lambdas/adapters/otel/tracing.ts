@@ -1,5 +1,5 @@
 import { ProxyTracerProvider, ROOT_CONTEXT, type Context, type Tracer } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { ExportResultCode, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -14,6 +14,7 @@ import {
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import { SCHEMA_URL, SCOPE } from '../../core/traces.js';
+import { OtlpExportFailed, SignedSpanExporter, type ExportSigner } from './signed-exporter.js';
 
 /** The standard `OTEL_TRACES_SAMPLER` values. */
 export type SamplerName = 'always_on' | 'always_off' | 'traceidratio' | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';
@@ -28,6 +29,8 @@ export interface TracingConfig {
   sampler?: { name: SamplerName; ratio?: number };
   /** Message content (inputs, outputs, tool arguments) may go into spans: off unless a setting opts in. */
   captureContent?: boolean;
+  /** Each export to `endpoint` is signed by it (CloudWatch's OTLP endpoint, SigV4): `headers` are then not sent. */
+  sign?: ExportSigner;
   /** Spans go here instead of to an endpoint, each as it ends (tests: sdk-trace-base's `InMemorySpanExporter`). */
   exporter?: SpanExporter;
 }
@@ -101,7 +104,11 @@ export function createTracing(config: TracingConfig): Tracing {
   if (config.endpoint === undefined && config.exporter === undefined) return NO_TRACING;
   const processor = config.exporter
     ? new SimpleSpanProcessor(config.exporter)
-    : new BatchSpanProcessor(new OTLPTraceExporter({ url: config.endpoint, headers: config.headers ?? {} }));
+    : new BatchSpanProcessor(
+        config.sign
+          ? new SignedSpanExporter(config.endpoint as string, config.sign, logFailure)
+          : reporting(new OTLPTraceExporter({ url: config.endpoint, headers: config.headers ?? {} }), config.endpoint as string),
+      );
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': config.serviceName }),
     sampler: samplerOf(config.sampler),
@@ -112,7 +119,28 @@ export function createTracing(config: TracingConfig): Tracing {
     tracer: provider.getTracer(SCOPE, undefined, { schemaUrl: SCHEMA_URL }),
     captureContent: config.captureContent === true,
     ...propagation,
-    flush: () => provider.forceFlush(),
+    // A batch that could not be sent was reported by its exporter: the invocation that flushed it goes on.
+    flush: () => provider.forceFlush().catch(() => {}),
     shutdown: () => provider.shutdown(),
   };
+}
+
+/** The stock exporter, its failed exports reported as the signed one reports them (it tells only OpenTelemetry's silent diagnostics). */
+function reporting(exporter: SpanExporter, url: string): SpanExporter {
+  return {
+    export: (spans, done) =>
+      exporter.export(spans, (result) => {
+        if (result.code !== ExportResultCode.SUCCESS) {
+          logFailure(new OtlpExportFailed(`${spans.length} spans could not be sent to ${url} (${result.error?.message ?? 'no reason given'}): check that the collector is up and takes OTLP/HTTP at that URL, with the headers it asks for`));
+        }
+        done(result);
+      }),
+    forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+    shutdown: () => exporter.shutdown(),
+  };
+}
+
+/** A log line of its own, as the functions' logger writes them: an export refused is the operator's to mend (a permission, Transaction Search). */
+function logFailure(failure: OtlpExportFailed): void {
+  console.error(JSON.stringify({ level: 'ERROR', message: failure.message, code: failure.code }));
 }

@@ -121,3 +121,79 @@ describe('OTLP headers from a secret (the stack\'s otlpHeadersSecret)', () => {
     }
   });
 });
+
+describe("CloudWatch's OTLP endpoint (FUNDUQ_OTLP_CLOUDWATCH, the stack's otlpCloudWatch)", () => {
+  it("sends to X-Ray's OTLP traces endpoint in the region, or where the SDK's endpoint variables say, signing each export instead of sending headers", () => {
+    const config = tracingConfig(env({ FUNDUQ_OTLP_CLOUDWATCH: 'true', AWS_REGION: 'eu-west-1', OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=k' }));
+    expect(config.endpoint).toBe('https://xray.eu-west-1.amazonaws.com/v1/traces');
+    expect(typeof config.sign).toBe('function');
+    expect(config.headers).toBeUndefined();
+    expect(tracingConfig(env({ FUNDUQ_OTLP_CLOUDWATCH: 'true', AWS_DEFAULT_REGION: 'us-west-2', AWS_ENDPOINT_URL: 'http://127.0.0.1:4566/' })).endpoint).toBe('http://127.0.0.1:4566/v1/traces');
+    expect(tracingConfig(env({ FUNDUQ_OTLP_CLOUDWATCH: 'true', AWS_REGION: 'us-west-2', AWS_ENDPOINT_URL: 'http://a', AWS_ENDPOINT_URL_XRAY: 'http://b' })).endpoint).toBe('http://b/v1/traces');
+    expect(tracingConfig(env({ FUNDUQ_OTLP_CLOUDWATCH: 'false' })).endpoint).toBeUndefined();
+  });
+
+  it('refuses to send beside a collector, without a region, or with a value that is not a flag', () => {
+    expect(() => tracingConfig(env({ FUNDUQ_OTLP_CLOUDWATCH: 'true', AWS_REGION: 'eu-west-1', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }))).toThrow(/^funduq: FUNDUQ_OTLP_CLOUDWATCH sends traces to CloudWatch itself: unset OTEL_EXPORTER_OTLP_ENDPOINT/);
+    expect(() => tracingConfig(env({ FUNDUQ_OTLP_CLOUDWATCH: 'true' }))).toThrow(/FUNDUQ_OTLP_CLOUDWATCH needs AWS_REGION/);
+    expect(() => tracingConfig(env({ FUNDUQ_OTLP_CLOUDWATCH: 'yes' }))).toThrow('funduq: FUNDUQ_OTLP_CLOUDWATCH must be true or false, got "yes"');
+  });
+
+  it('logs an export the endpoint refused with its code and status, and drops that batch only: the flush that sent it still resolves', async () => {
+    let status = 403;
+    const bodies: string[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        bodies.push(`${req.headers['x-signed']} ${body.length > 0}`);
+        res.writeHead(status, { 'content-type': 'application/json' }).end(status === 200 ? '{}' : '{"message":"AccessDeniedException"}');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const tracing = createTracing({
+        serviceName: 'funduq',
+        endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`,
+        sign: async ({ body }) => ({ 'x-signed': `over-${body.byteLength}` }),
+      });
+      tracing.tracer.startSpan('refused').end();
+      await tracing.flush();
+      const lines = logged.mock.calls.map(([line]) => JSON.parse(String(line)) as { code: string; message: string });
+      expect(lines).toEqual([{ level: 'ERROR', code: 'otlp_export_failed', message: expect.stringMatching(/refused 1 spans with HTTP 403 .*xray:PutTraceSegments.*Transaction Search/) }]);
+      status = 200;
+      tracing.tracer.startSpan('taken').end();
+      await tracing.flush();
+      expect(logged).toHaveBeenCalledTimes(1);
+      expect(bodies).toHaveLength(2);
+      expect(bodies.every((line) => /^over-\d+ true$/.test(line))).toBe(true);
+      await tracing.shutdown();
+    } finally {
+      logged.mockRestore();
+      server.close();
+    }
+  });
+});
+
+describe('an export that fails', () => {
+  it('is logged with its code, and the flush that sent it resolves: a collector that refuses or is down never fails an invocation', async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(400, { 'content-type': 'application/json' }).end('{"message":"bad tenant"}'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const tracing = createTracing({ serviceName: 'funduq', endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces` });
+      tracing.tracer.startSpan('refused').end();
+      await expect(tracing.flush()).resolves.toBeUndefined();
+      const lines = logged.mock.calls.map(([line]) => JSON.parse(String(line)) as { code: string; message: string });
+      expect(lines).toEqual([{ level: 'ERROR', code: 'otlp_export_failed', message: expect.stringMatching(/^1 spans could not be sent to http:\/\/127\.0\.0\.1:\d+\/v1\/traces .*check that the collector is up/) }]);
+      await tracing.shutdown();
+    } finally {
+      logged.mockRestore();
+      server.close();
+    }
+  });
+});

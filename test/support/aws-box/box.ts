@@ -10,6 +10,7 @@ import { EventSources } from './event-sources.js';
 import { Iam } from './iam.js';
 import { LambdaService, type ReturnHook } from './lambda.js';
 import { Schedules } from './schedules.js';
+import { CloudWatchTraces } from './cloudwatch-traces.js';
 import { SecretsManagerService } from './secrets-manager.js';
 import { SqsService } from './sqs.js';
 import { StepFunctionsService } from './step-functions.js';
@@ -61,6 +62,11 @@ export class AwsBox {
     private readonly xray: Socket,
   ) {}
 
+  /** CloudWatch's OTLP traces endpoint: what the functions exported there (`otlpCloudWatch`). */
+  get cloudWatchTraces(): CloudWatchTraces {
+    return this.endpoint.services.xray as CloudWatchTraces;
+  }
+
   /** Synthesizes (or reuses the synthesis of) the stack and deploys it into a new box. */
   static async start(options: BoxOptions = {}): Promise<AwsBox> {
     const dir = await synthesize(options.context ?? BOX_CONTEXT);
@@ -85,7 +91,7 @@ export class AwsBox {
     const callback = link.callbackUrl(endpoint.url);
     lambda.rewrites.set(callback.public, callback.box);
     Object.assign(endpoint, {
-      services: { dynamodb, sqs, states: stepFunctions, secretsmanager: new SecretsManagerService(endpoint.secrets, () => clock.now()), 'execute-api': link },
+      services: { dynamodb, sqs, states: stepFunctions, secretsmanager: new SecretsManagerService(endpoint.secrets, () => clock.now()), 'execute-api': link, xray: new CloudWatchTraces() },
       iam,
       lambda,
       stateMachineCaller: () => stepFunctions.caller,

@@ -377,6 +377,13 @@ export class LambdaService {
     throw Object.assign(new Error(`Function not found: ${handlerOrNameOrArn}`), { name: 'ResourceNotFoundException' });
   }
 
+  /** The credentials' access key of one of the function's live environments (a test calls AWS as that function would). */
+  accessKeyOf(handler: string): string {
+    const environment = [...this.environments].find((e) => e.fn.handler === handler && e.state !== 'dead');
+    if (!environment) throw new Error(`the box runs no environment of ${handler}`);
+    return environment.accessKeyId;
+  }
+
   environmentOf(accessKeyId: string): Environment | undefined {
     return this.byAccessKey.get(accessKeyId);
   }
