@@ -65,6 +65,7 @@ export const ATTR = {
   responseModel: 'gen_ai.response.model',
   inputTokens: 'gen_ai.usage.input_tokens',
   outputTokens: 'gen_ai.usage.output_tokens',
+  tokenType: 'gen_ai.token.type',
   toolName: 'gen_ai.tool.name',
   toolCallId: 'gen_ai.tool.call.id',
   /** The messages the agent was given, as JSON: only with content capture on. */
@@ -88,6 +89,26 @@ export const ATTR = {
   /** Every model the usage record names (gen_ai.response.model holds one). */
   models: 'funduq.usage.models',
   observed: 'funduq.observed',
+} as const;
+
+/**
+ * The metrics (OpenTelemetry's, beside the EMF ones on AWS). An agent call's duration and its
+ * tokens are the GenAI client metrics, with `gen_ai.operation.name` = `invoke_agent` (the
+ * conventions name no metric of agents' own); the rest are funduq's.
+ */
+export const METRIC = {
+  /** Seconds from a run's start to its end, each provider call's whole (GenAI, Development). */
+  operationDuration: 'gen_ai.client.operation.duration',
+  /** Tokens the agent reported, by `gen_ai.token.type` and model (GenAI, Development). */
+  tokenUsage: 'gen_ai.client.token.usage',
+  /** Runs ended, by status, outcome and code. */
+  runs: 'funduq.runs',
+  /** Seconds a run waited in its thread's queue, from its record to its start. */
+  queueWait: 'funduq.queue.wait.duration',
+  /** Asks open now: opened by a run's end, closed by an answer or an expiry. */
+  asksOpen: 'funduq.asks.open',
+  /** Submissions refused before a run was recorded, by code. */
+  refused: 'funduq.submissions.refused',
 } as const;
 
 /** `gen_ai.operation.name` of a call to an agent. */

@@ -12,7 +12,7 @@ import type { LinkDeps } from '../core/deps.js';
 import { ANONYMOUS, type Principal } from '../core/model.js';
 import type { ActorProofs, AskTimer, Clock, IdSource, LinkedProvider, Provider, ThreadQueue } from '../core/ports.js';
 import { composeRunLife, type RunLife } from '../core/run-life.js';
-import { tracedRunLife } from '../adapters/otel/runs.js';
+import { telemetryObservers } from '../adapters/otel/observers.js';
 import type { Tracing } from '../adapters/otel/tracing.js';
 import type { PrincipalResolver } from '../doors/principal.js';
 import { createDynamoStore, type DynamoStore } from '../adapters/aws/dynamodb/store/store.js';
@@ -145,7 +145,7 @@ export function createWiring(options: WiringOptions, ports: AwsPorts = {}): { ga
         link: linkSettings(settings),
         lease: leaseSettings(readSettings(LEASE_SETTINGS, 'env', (name) => env[name])),
       },
-      life: composeRunLife([...(options.observers ?? defaultObservers()), ...(options.tracing?.enabled ? [tracedRunLife(options.tracing)] : [])], (error, moment) =>
+      life: composeRunLife([...(options.observers ?? defaultObservers()), ...telemetryObservers(options.tracing)], (error, moment) =>
         logger.error('an observer of runs failed; the run goes on', { error: error as Error, moment }),
       ),
     },

@@ -7,7 +7,7 @@ import { createGateway, type Gateway } from '../core/gateway.js';
 import type { Budget } from '../core/model.js';
 import type { Clock, IdSource, RunStore } from '../core/ports.js';
 import { composeRunLife, type RunLife } from '../core/run-life.js';
-import { tracedRunLife } from '../adapters/otel/runs.js';
+import { telemetryObservers } from '../adapters/otel/observers.js';
 import type { Tracing } from '../adapters/otel/tracing.js';
 import { apiKeyResolver, type ApiKeys } from '../doors/api-keys.js';
 import { createApp } from '../doors/app.js';
@@ -155,7 +155,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
       link: link.deps,
       proofs: link.proofs,
       turn: takeTurn,
-      life: composeRunLife([...(settings.observers ?? []), ...(settings.tracing?.enabled ? [tracedRunLife(settings.tracing)] : [])], (error, moment) => report(`an observer of runs (${moment})`)(error, '')),
+      life: composeRunLife([...(settings.observers ?? []), ...telemetryObservers(settings.tracing)], (error, moment) => report(`an observer of runs (${moment})`)(error, '')),
       settings: {
         threadQueueLimit: settings.threadQueueLimit,
         ...(settings.tenantRunsPerMinute !== undefined ? { tenantRunsPerMinute: settings.tenantRunsPerMinute } : {}),

@@ -38,6 +38,7 @@ export function tracingConfig(get: (name: string) => string | undefined): Tracin
   const endpoint = signed?.endpoint ?? collector;
   const headersName = read('OTEL_EXPORTER_OTLP_TRACES_HEADERS') ? 'OTEL_EXPORTER_OTLP_TRACES_HEADERS' : 'OTEL_EXPORTER_OTLP_HEADERS';
   const headers = headersOf(read(headersName), () => bad(headersName, 'must be key=value pairs separated by commas'));
+  const metrics = metricsOf(read, bad);
   const samplerName = read('OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on';
   if (!SAMPLERS.includes(samplerName as SamplerName)) bad('OTEL_TRACES_SAMPLER', `must be one of ${SAMPLERS.join(', ')}`);
   const arg = read('OTEL_TRACES_SAMPLER_ARG');
@@ -48,10 +49,37 @@ export function tracingConfig(get: (name: string) => string | undefined): Tracin
   return {
     serviceName,
     ...(endpoint !== undefined && !disabled && exporter !== 'none' ? { endpoint } : {}),
+    ...(metrics && !disabled ? metrics : {}),
     ...(headers && !signed ? { headers } : {}),
     ...(signed ? { sign: sigv4Signer({ service: 'xray', region: signed.region }) } : {}),
     sampler: { name: samplerName as SamplerName, ratio },
     captureContent: capture === 'true',
+  };
+}
+
+/**
+ * Where the metrics go: `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` as it is, or the base endpoint with
+ * `/v1/metrics` (a collector takes both signals), with `…_METRICS_HEADERS` or the base headers,
+ * every `OTEL_METRIC_EXPORT_INTERVAL` ms; `OTEL_METRICS_EXPORTER=none` sends none. CloudWatch's
+ * OTLP endpoint takes traces only (its metrics are the functions' EMF ones).
+ */
+function metricsOf(read: (name: string) => string | undefined, bad: (name: string, takes: string) => never): Pick<TracingConfig, 'metricsEndpoint' | 'metricsHeaders' | 'metricsIntervalMs'> | undefined {
+  const exporter = read('OTEL_METRICS_EXPORTER');
+  if (exporter !== undefined && !['otlp', 'none'].includes(exporter)) bad('OTEL_METRICS_EXPORTER', 'must be otlp or none (funduq exports OTLP over HTTP)');
+  const given = read('OTEL_EXPORTER_OTLP_METRICS_ENDPOINT');
+  const base = read('OTEL_EXPORTER_OTLP_ENDPOINT');
+  const name = given !== undefined ? 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  if (exporter === 'none' || (given ?? base) === undefined) return undefined;
+  const url = urlOf(given ?? (base as string), () => bad(name, 'must be an http or https URL'));
+  const headersName = read('OTEL_EXPORTER_OTLP_METRICS_HEADERS') ? 'OTEL_EXPORTER_OTLP_METRICS_HEADERS' : 'OTEL_EXPORTER_OTLP_HEADERS';
+  const headers = headersOf(read(headersName), () => bad(headersName, 'must be key=value pairs separated by commas'));
+  const interval = read('OTEL_METRIC_EXPORT_INTERVAL');
+  const intervalMs = interval === undefined ? 60_000 : Number(interval);
+  if (!Number.isInteger(intervalMs) || intervalMs < 1_000) bad('OTEL_METRIC_EXPORT_INTERVAL', 'must be a whole number of milliseconds, at least 1000');
+  return {
+    metricsEndpoint: given !== undefined ? url : `${url.replace(/\/+$/, '')}/v1/metrics`,
+    ...(headers ? { metricsHeaders: headers } : {}),
+    metricsIntervalMs: intervalMs,
   };
 }
 
@@ -68,15 +96,20 @@ function endpointOf(traces: string | undefined, base: string | undefined, bad: (
   const name = traces !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
   const given = traces ?? base;
   if (given === undefined) return undefined;
+  urlOf(given, () => bad(name, 'must be an http or https URL'));
+  // The signal-specific variable is the whole URL; the base one gets the signal's path (OTLP exporter spec).
+  return traces !== undefined ? given : `${given.replace(/\/+$/, '')}/v1/traces`;
+}
+
+function urlOf(given: string, bad: () => never): string {
   let url: URL;
   try {
     url = new URL(given);
   } catch {
-    return bad(name, 'must be an http or https URL');
+    return bad();
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') bad(name, 'must be an http or https URL');
-  // The signal-specific variable is the whole URL; the base one gets the signal's path (OTLP exporter spec).
-  return traces !== undefined ? given : `${given.replace(/\/+$/, '')}/v1/traces`;
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') bad();
+  return given;
 }
 
 export function headersOf(text: string | undefined, bad: () => never): Record<string, string> | undefined {
@@ -108,10 +141,17 @@ export function tracingOf(env: Environment, readSecret: (secretId: string) => Pr
   if (processTracing?.env !== env) {
     const config = tracingConfig((name) => env[name]);
     const secretId = env[OTLP_HEADERS_SECRET_ENV];
-    const tracing = createTracing(secretId && config.endpoint ? { ...config, headers: headersFromSecret(secretId, config.headers as Record<string, string> | undefined, readSecret) } : config);
+    const tracing = createTracing(secretId && (config.endpoint || config.metricsEndpoint) ? withSecretHeaders(config, secretId, readSecret) : config);
     processTracing = { env, tracing };
   }
   return processTracing.tracing;
+}
+
+/** The collector's headers from the secret, with each signal's own from the variables (read once for both). */
+function withSecretHeaders(config: TracingConfig, secretId: string, readSecret: (secretId: string) => Promise<string>): TracingConfig {
+  const secret = headersFromSecret(secretId, {}, readSecret);
+  const beside = (given: TracingConfig['headers']) => async () => ({ ...(given as Record<string, string> | undefined), ...(await secret()) });
+  return { ...config, headers: beside(config.headers), ...(config.metricsEndpoint ? { metricsHeaders: beside(config.metricsHeaders) } : {}) };
 }
 
 /** Thrown at an export whose headers could not be read: that batch of spans is not sent. */

@@ -17,6 +17,10 @@ let receiver: Server;
 /** The collector's key, kept in a secret of the account (the stack names it, never its value). */
 const HEADERS_SECRET = 'funduq/otlp-headers';
 const COLLECTOR_KEY = `Bearer ${randomUUID()}`;
+/** The names of the metrics the functions exported beside their spans. */
+const metricNames: string[] = [];
+const metricsOf = (body: string) =>
+  (JSON.parse(body) as { resourceMetrics: { scopeMetrics: { metrics: { name: string }[] }[] }[] }).resourceMetrics.flatMap((resource) => resource.scopeMetrics.flatMap((scope) => scope.metrics.map((metric) => metric.name)));
 /** The `authorization` header of each export the receiver took. */
 const authorizations: Array<string | undefined> = [];
 const aws = useAwsBox({ context: { ...BOX_CONTEXT, otlpEndpoint: COLLECTOR, otlpHeadersSecret: HEADERS_SECRET } });
@@ -28,7 +32,8 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString()));
     req.on('end', () => {
-      received.push(...spansOf(body));
+      if (req.url === '/v1/metrics') metricNames.push(...metricsOf(body));
+      else received.push(...spansOf(body));
       res.writeHead(200, { 'Content-Type': 'application/json' }).end('{}');
     });
   });
@@ -78,6 +83,8 @@ describe('traces on AWS', { timeout: 120_000 }, () => {
     expect(call.parentSpanId).toBe(server.spanId);
     expect(headers.traceparent).toBe(`00-${traceId}-${call.spanId}-01`);
     expect(new Set(inTrace().map((span) => span.service))).toEqual(new Set(['funduq']));
+    // The dispatcher's invocation flushed the run's metrics beside its spans, before it returned.
+    await vi.waitFor(() => expect(metricNames).toEqual(expect.arrayContaining(['gen_ai.client.operation.duration', 'funduq.runs', 'funduq.queue.wait.duration'])), { timeout: 30_000 });
     // Each function read the collector's key from the secret and sent it with every export.
     expect(authorizations.length).toBeGreaterThanOrEqual(2);
     expect(new Set(authorizations)).toEqual(new Set([COLLECTOR_KEY]));

@@ -1,15 +1,10 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { RunAgentInput } from '@ag-ui/core';
-import { serve } from '@hono/node-server';
-import { Hono } from 'hono';
-import { streamSSE } from 'hono/streaming';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../lambdas/core/model.js';
 import type { UsageRecord } from '../../lambdas/core/usage.js';
 import type { LocalGateway } from '../../lambdas/runtimes/local.js';
 import { a2aClient, asTask, send, userMessage as a2aMessage } from '../support/a2a.js';
 import { aguiAgent, readSse, startTestGateway, userMessage } from '../support/gateway.js';
+import { startMeteredAgent, USAGE, type MeteredAgent } from '../support/metered-agent.js';
 
 const KEYS = new Map<string, Principal>([
   ['key-alice-0123456789', { id: 'alice', tenant: 'acme' }],
@@ -17,32 +12,9 @@ const KEYS = new Map<string, Principal>([
 ]);
 const [ALICE, BOB] = [...KEYS.keys()];
 const ADMIN = 'admin-token-0123456789';
-const USAGE = [{ provider: 'openai', model: 'm1', inputTokens: 100, outputTokens: 20, totalTokens: 120 }];
 
 let gateway: LocalGateway;
-let agentServer: Server;
-
-/** A stock AG-UI agent on loopback that reports its token usage on RUN_FINISHED (or on RUN_ERROR, asked to fail). */
-async function startMeteredAgent(): Promise<string> {
-  const app = new Hono().post('/', async (c) => {
-    const input = (await c.req.json()) as RunAgentInput;
-    const said = String(input.messages.findLast((m) => m.role === 'user')?.content ?? '');
-    return streamSSE(c, async (stream) => {
-      const send = (event: Record<string, unknown>) => stream.writeSSE({ data: JSON.stringify(event) });
-      await send({ type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId });
-      await send({ type: 'TEXT_MESSAGE_START', messageId: `m-${input.runId}`, role: 'assistant' });
-      await send({ type: 'TEXT_MESSAGE_CONTENT', messageId: `m-${input.runId}`, delta: 'counted' });
-      await send({ type: 'TEXT_MESSAGE_END', messageId: `m-${input.runId}` });
-      if (said === 'fail') await send({ type: 'RUN_ERROR', message: 'no', code: 'refused', usage: USAGE });
-      else await send({ type: 'RUN_FINISHED', threadId: input.threadId, runId: input.runId, usage: USAGE });
-    });
-  });
-  const server = await new Promise<Server>((resolve) => {
-    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s as Server));
-  });
-  agentServer = server;
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-}
+let agent: MeteredAgent;
 
 function call(path: string, key: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> {
   const { json, ...rest } = init;
@@ -58,7 +30,8 @@ async function aguiRun(key: string, threadId: string, said = 'hello'): Promise<R
 }
 
 beforeAll(async () => {
-  const url = await startMeteredAgent();
+  agent = await startMeteredAgent();
+  const { url } = agent;
   gateway = await startTestGateway({ apiKeys: KEYS, adminToken: ADMIN });
   const put = await call('/admin/agents/metered', ADMIN, {
     method: 'PUT',
@@ -69,8 +42,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await gateway?.close();
-  agentServer?.closeAllConnections();
-  await new Promise((resolve) => agentServer?.close(resolve));
+  await agent?.close();
 });
 
 // 0.01 per run + (100 input × 1 + 20 output × 2) / 1,000

@@ -1,7 +1,7 @@
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, Checksum, Provider, SourceData } from '@smithy/types';
-import type { ExportSigner } from '../otel/signed-exporter.js';
+import type { ExportSigner } from '../otel/otlp-json.js';
 
 /** SHA-256 (or its HMAC, given a key) as the signer asks for it, on Node's crypto. */
 class Sha256 implements Checksum {

@@ -21,7 +21,8 @@ describe('tracing from the OTEL_* variables', () => {
     expect(tracingConfig(env({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' })).endpoint).toBe('http://collector:4318/v1/traces');
     const config = tracingConfig(
       env({
-        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://ignored:4318',
+        // The traces' own endpoint wins for them; the metrics go to the base one.
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
         OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://vendor.example/otlp/traces',
         OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=a%3Db, x-team = one',
         OTEL_SERVICE_NAME: 'gateway-eu',
@@ -32,10 +33,27 @@ describe('tracing from the OTEL_* variables', () => {
     expect(config).toEqual({
       endpoint: 'https://vendor.example/otlp/traces',
       headers: { 'x-api-key': 'a=b', 'x-team': 'one' },
+      metricsEndpoint: 'http://collector:4318/v1/metrics',
+      metricsHeaders: { 'x-api-key': 'a=b', 'x-team': 'one' },
+      metricsIntervalMs: 60_000,
       serviceName: 'gateway-eu',
       sampler: { name: 'parentbased_traceidratio', ratio: 0.25 },
       captureContent: false,
     });
+  });
+
+  it('sends the metrics where the metrics variables say, or beside the traces, or nowhere', () => {
+    const config = tracingConfig(
+      env({ OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'https://metrics.example/otlp', OTEL_EXPORTER_OTLP_METRICS_HEADERS: 'k=v', OTEL_METRIC_EXPORT_INTERVAL: '15000' }),
+    );
+    expect(config).toMatchObject({ metricsEndpoint: 'https://metrics.example/otlp', metricsHeaders: { k: 'v' }, metricsIntervalMs: 15_000 });
+    expect(config.endpoint).toBeUndefined();
+    expect(tracingConfig(env({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_METRICS_EXPORTER: 'none' })).metricsEndpoint).toBeUndefined();
+    expect(tracingConfig(env({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' })).metricsEndpoint).toBeUndefined();
+    expect(tracingConfig(env({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces' })).metricsEndpoint).toBeUndefined();
+    expect(() => tracingConfig(env({ OTEL_METRICS_EXPORTER: 'prometheus' }))).toThrow('funduq: OTEL_METRICS_EXPORTER must be otlp or none (funduq exports OTLP over HTTP), got "prometheus"');
+    expect(() => tracingConfig(env({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_METRIC_EXPORT_INTERVAL: '10' }))).toThrow(/OTEL_METRIC_EXPORT_INTERVAL must be a whole number of milliseconds, at least 1000/);
+    expect(() => tracingConfig(env({ OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'metrics:4318' }))).toThrow(/OTEL_EXPORTER_OTLP_METRICS_ENDPOINT must be an http or https URL/);
   });
 
   it('exports nothing when the SDK is disabled or the exporter is none', () => {
@@ -51,7 +69,7 @@ describe('tracing from the OTEL_* variables', () => {
     expect(() => tracingConfig(env({ OTEL_EXPORTER_OTLP_HEADERS: 'novalue' }))).toThrow(/must be key=value pairs/);
   });
 
-  it('sends ended spans to the OTLP/HTTP endpoint when flushed, with the configured headers', async () => {
+  it('sends ended spans and the metrics to the OTLP/HTTP endpoint when flushed, each with the configured headers', async () => {
     const received: { path?: string; auth?: string; body: string }[] = [];
     const server = createServer((req, res) => {
       let body = '';
@@ -66,12 +84,18 @@ describe('tracing from the OTEL_* variables', () => {
       const { port } = server.address() as AddressInfo;
       const tracing = createTracing(tracingConfig(env({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=secret' })));
       tracing.tracer.startSpan('exported').end();
+      tracing.meter.createCounter('counted').add(3);
       await tracing.flush();
-      expect(received).toHaveLength(1);
-      expect(received[0].path).toBe('/v1/traces');
-      expect(received[0].auth).toBe('secret');
-      expect(received[0].body).toContain('"exported"');
-      expect(received[0].body).toContain('"funduq"');
+      expect(received.map((export_) => [export_.path, export_.auth]).sort()).toEqual([
+        ['/v1/metrics', 'secret'],
+        ['/v1/traces', 'secret'],
+      ]);
+      const traces = received.find((export_) => export_.path === '/v1/traces')!;
+      expect(traces.body).toContain('"exported"');
+      expect(traces.body).toContain('"funduq"');
+      const metrics = JSON.parse(received.find((export_) => export_.path === '/v1/metrics')!.body) as { resourceMetrics: { scopeMetrics: { metrics: { name: string; sum: { dataPoints: { asInt?: number; asDouble?: number }[] } }[] }[] }[] };
+      const counted = metrics.resourceMetrics[0].scopeMetrics[0].metrics.find((metric) => metric.name === 'counted')!;
+      expect(Number(counted.sum.dataPoints[0].asInt ?? counted.sum.dataPoints[0].asDouble)).toBe(3);
       await tracing.shutdown();
     } finally {
       server.close();
@@ -127,7 +151,9 @@ describe("CloudWatch's OTLP endpoint (FUNDUQ_OTLP_CLOUDWATCH, the stack's otlpCl
     const config = tracingConfig(env({ FUNDUQ_OTLP_CLOUDWATCH: 'true', AWS_REGION: 'eu-west-1', OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=k' }));
     expect(config.endpoint).toBe('https://xray.eu-west-1.amazonaws.com/v1/traces');
     expect(typeof config.sign).toBe('function');
+    // The spans are signed, not sent with a collector's headers; no metrics go to CloudWatch.
     expect(config.headers).toBeUndefined();
+    expect(config.metricsEndpoint).toBeUndefined();
     expect(tracingConfig(env({ FUNDUQ_OTLP_CLOUDWATCH: 'true', AWS_DEFAULT_REGION: 'us-west-2', AWS_ENDPOINT_URL: 'http://127.0.0.1:4566/' })).endpoint).toBe('http://127.0.0.1:4566/v1/traces');
     expect(tracingConfig(env({ FUNDUQ_OTLP_CLOUDWATCH: 'true', AWS_REGION: 'us-west-2', AWS_ENDPOINT_URL: 'http://a', AWS_ENDPOINT_URL_XRAY: 'http://b' })).endpoint).toBe('http://b/v1/traces');
     expect(tracingConfig(env({ FUNDUQ_OTLP_CLOUDWATCH: 'false' })).endpoint).toBeUndefined();
@@ -161,7 +187,7 @@ describe("CloudWatch's OTLP endpoint (FUNDUQ_OTLP_CLOUDWATCH, the stack's otlpCl
       tracing.tracer.startSpan('refused').end();
       await tracing.flush();
       const lines = logged.mock.calls.map(([line]) => JSON.parse(String(line)) as { code: string; message: string });
-      expect(lines).toEqual([{ level: 'ERROR', code: 'otlp_export_failed', message: expect.stringMatching(/refused 1 spans with HTTP 403 .*xray:PutTraceSegments.*Transaction Search/) }]);
+      expect(lines).toEqual([{ level: 'ERROR', code: 'otlp_export_failed', message: expect.stringMatching(/refused an export with HTTP 403 .*xray:PutTraceSegments.*Transaction Search/) }]);
       status = 200;
       tracing.tracer.startSpan('taken').end();
       await tracing.flush();
@@ -189,7 +215,7 @@ describe('an export that fails', () => {
       tracing.tracer.startSpan('refused').end();
       await expect(tracing.flush()).resolves.toBeUndefined();
       const lines = logged.mock.calls.map(([line]) => JSON.parse(String(line)) as { code: string; message: string });
-      expect(lines).toEqual([{ level: 'ERROR', code: 'otlp_export_failed', message: expect.stringMatching(/^1 spans could not be sent to http:\/\/127\.0\.0\.1:\d+\/v1\/traces .*check that the collector is up/) }]);
+      expect(lines).toEqual([{ level: 'ERROR', code: 'otlp_export_failed', message: expect.stringMatching(/^127\.0\.0\.1:\d+ refused an export with HTTP 400 \(\{"message":"bad tenant"\}\): check the URL and the headers/) }]);
       await tracing.shutdown();
     } finally {
       logged.mockRestore();
