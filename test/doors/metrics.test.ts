@@ -1,6 +1,6 @@
 import type { Attributes } from '@opentelemetry/api';
 import { AggregationTemporality, DataPointType, InMemoryMetricExporter, type MetricData } from '@opentelemetry/sdk-metrics';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTracing, type Tracing } from '../../lambdas/adapters/otel/tracing.js';
 import type { LocalGateway } from '../../lambdas/runtimes/local.js';
 import { readSse, startTestGateway, userMessage } from '../support/gateway.js';
@@ -79,7 +79,7 @@ describe("the runs' metrics, through OpenTelemetry", () => {
     expect(JSON.stringify(metrics.map((m) => m.dataPoints.map((point) => point.attributes)))).not.toContain(SECRET);
   });
 
-  it('keep the open asks: one more when a run ends asking, one fewer once it is answered', async () => {
+  it('keep the open asks: one more when a run ends asking, one fewer once it is answered or expires', async () => {
     const open = async () => {
       const metric = (await collected()).find((m) => m.descriptor.name === 'funduq.asks.open');
       return Number(metric?.dataPoints.find((point) => point.attributes['gen_ai.agent.id'] === 'demo')?.value ?? 0);
@@ -91,6 +91,10 @@ describe("the runs' metrics, through OpenTelemetry", () => {
     expect(await open()).toBe(before + 1);
     await run('demo', thread, { resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { approved: true } }] });
     expect(await open()).toBe(before);
+    // One that expires unanswered is closed by its expiry.
+    await run('demo', `${thread}-expiring`, { messages: [userMessage('/ask 1')] });
+    expect(await open()).toBe(before + 1);
+    await vi.waitFor(async () => expect(await open()).toBe(before), { timeout: 15_000 });
   });
 
   it('count a submission refused before its run was recorded, by its code', async () => {

@@ -190,6 +190,19 @@ describe('traces of an interrupt answered by a later run, and of a cancel', () =
     expect(far.events.map((event) => event.name)).toEqual(['funduq.ask.answered']);
   });
 
+  it('mark asks that expired unanswered by a span of their own, under the asking run\'s request, with the event', async () => {
+    const trace = 'e'.repeat(32);
+    const threadId = `thread-expiry-${Date.now()}`;
+    const { events } = await readSse(await aguiPost(`${gateway.url}/agui/demo`, traceparentOf(trace), { threadId, runId: `${threadId}-ask`, messages: [userMessage('/ask 1')] }));
+    const [interrupt] = (events.find((event) => event.data.type === 'RUN_FINISHED')!.data.outcome as { interrupts: { id: string }[] }).interrupts;
+    await vi.waitFor(() => expect(inTrace('funduq.ask.expiry', trace)).toHaveLength(1), { timeout: 15_000 });
+    const [expiry] = inTrace('funduq.ask.expiry', trace);
+    expect(expiry.kind).toBe(SpanKind.INTERNAL);
+    expect(parentOf(expiry)).toBe(serverOf(trace).spanContext().spanId);
+    expect(expiry.attributes).toMatchObject({ 'funduq.run.id': `${threadId}-ask`, 'funduq.ask.ids': [interrupt.id], 'gen_ai.conversation.id': threadId });
+    expect(expiry.events.map((event) => [event.name, event.attributes])).toEqual([['funduq.ask.expired', { 'funduq.ask.ids': [interrupt.id] }]]);
+  });
+
   it('mark a cancel as an event on the call, which ends cancelled', async () => {
     const trace = 'c'.repeat(32);
     const threadId = `thread-cancel-${Date.now()}`;

@@ -117,7 +117,9 @@ export function tracedRunLife(tracing: Tracing, now: () => number = Date.now): R
     },
 
     expired(run, askIds) {
-      instant(SPAN.askExpiry, run.context, { ...runAttributes(run), [ATTR.askIds]: askIds });
+      const span = tracer.startSpan(SPAN.askExpiry, { kind: SpanKind.INTERNAL, attributes: { ...runAttributes(run), [ATTR.askIds]: askIds } }, parentOf(run.context));
+      span.addEvent(EVENT.askExpired, { [ATTR.askIds]: askIds });
+      span.end();
     },
 
     refused(refusal: RefusedSubmission) {
