@@ -151,15 +151,54 @@ export function createTracing(config: TracingConfig): Tracing {
     : undefined;
   // A batch that could not be sent was reported by its exporter: the invocation that flushed it goes on.
   const settle = (work: Array<Promise<unknown> | undefined>) => Promise.all(work.map((promise) => promise?.catch(() => {}))).then(() => {});
+  // A flush sends the metrics only when something was recorded since the last one: a Lambda
+  // invocation that measured nothing (most of the doors' reads) makes no request for them.
+  let recorded = 0;
+  let flushed = 0;
+  const metricsDue = () => {
+    const due = recorded !== flushed;
+    flushed = recorded;
+    return due;
+  };
   return {
     enabled: traced,
     tracer: tracerProvider ? tracerProvider.getTracer(SCOPE, undefined, { schemaUrl: SCHEMA_URL }) : NO_TRACING.tracer,
     metered,
-    meter: meterProvider ? meterProvider.getMeter(SCOPE, undefined, { schemaUrl: SCHEMA_URL }) : NO_TRACING.meter,
+    meter: meterProvider ? countingMeter(meterProvider.getMeter(SCOPE, undefined, { schemaUrl: SCHEMA_URL }), () => (recorded += 1)) : NO_TRACING.meter,
     captureContent: config.captureContent === true,
     ...propagation,
-    flush: () => settle([tracerProvider?.forceFlush(), meterProvider?.forceFlush()]),
+    flush: () => settle([tracerProvider?.forceFlush(), meterProvider && metricsDue() ? meterProvider.forceFlush() : undefined]),
     shutdown: () => settle([tracerProvider?.shutdown(), meterProvider?.shutdown()]),
+  };
+}
+
+/**
+ * The meter, each recording of its synchronous instruments counted (`counted`). Observable
+ * instruments are read at a collection, so a flush sends them only beside a recording.
+ */
+function countingMeter(meter: Meter, counted: () => void): Meter {
+  return {
+    createHistogram: (name, options) => {
+      const histogram = meter.createHistogram(name, options);
+      return { record: (value, attributes, context) => (counted(), histogram.record(value, attributes, context)) };
+    },
+    createCounter: (name, options) => {
+      const counter = meter.createCounter(name, options);
+      return { add: (value, attributes, context) => (counted(), counter.add(value, attributes, context)) };
+    },
+    createUpDownCounter: (name, options) => {
+      const counter = meter.createUpDownCounter(name, options);
+      return { add: (value, attributes, context) => (counted(), counter.add(value, attributes, context)) };
+    },
+    createGauge: (name, options) => {
+      const gauge = meter.createGauge(name, options);
+      return { record: (value, attributes, context) => (counted(), gauge.record(value, attributes, context)) };
+    },
+    createObservableGauge: (name, options) => meter.createObservableGauge(name, options),
+    createObservableCounter: (name, options) => meter.createObservableCounter(name, options),
+    createObservableUpDownCounter: (name, options) => meter.createObservableUpDownCounter(name, options),
+    addBatchObservableCallback: (callback, observables) => meter.addBatchObservableCallback(callback, observables),
+    removeBatchObservableCallback: (callback, observables) => meter.removeBatchObservableCallback(callback, observables),
   };
 }
 

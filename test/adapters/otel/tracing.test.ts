@@ -93,6 +93,10 @@ describe('tracing from the OTEL_* variables', () => {
       const traces = received.find((export_) => export_.path === '/v1/traces')!;
       expect(traces.body).toContain('"exported"');
       expect(traces.body).toContain('"funduq"');
+      // Nothing recorded since: the next flush sends the spans only, and no request for the metrics.
+      tracing.tracer.startSpan('later').end();
+      await tracing.flush();
+      expect(received.map((export_) => export_.path).sort()).toEqual(['/v1/metrics', '/v1/traces', '/v1/traces']);
       const metrics = JSON.parse(received.find((export_) => export_.path === '/v1/metrics')!.body) as { resourceMetrics: { scopeMetrics: { metrics: { name: string; sum: { dataPoints: { asInt?: number; asDouble?: number }[] } }[] }[] }[] };
       const counted = metrics.resourceMetrics[0].scopeMetrics[0].metrics.find((metric) => metric.name === 'counted')!;
       expect(Number(counted.sum.dataPoints[0].asInt ?? counted.sum.dataPoints[0].asDouble)).toBe(3);
