@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createNoopMeter, ProxyTracerProvider, ROOT_CONTEXT, type Context, type Meter, type Tracer } from '@opentelemetry/api';
+import { createNoopMeter, ProxyTracerProvider, ROOT_CONTEXT, type Context, type Counter, type Gauge, type Histogram, type Meter, type Tracer, type UpDownCounter } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { JsonMetricsSerializer, JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -177,23 +177,13 @@ export function createTracing(config: TracingConfig): Tracing {
  * instruments are read at a collection, so a flush sends them only beside a recording.
  */
 function countingMeter(meter: Meter, counted: () => void): Meter {
+  const adding = (instrument: Counter | UpDownCounter): Counter => ({ add: (value, attributes, context) => (counted(), instrument.add(value, attributes, context)) });
+  const recording = (instrument: Histogram | Gauge): Histogram => ({ record: (value, attributes, context) => (counted(), instrument.record(value, attributes, context)) });
   return {
-    createHistogram: (name, options) => {
-      const histogram = meter.createHistogram(name, options);
-      return { record: (value, attributes, context) => (counted(), histogram.record(value, attributes, context)) };
-    },
-    createCounter: (name, options) => {
-      const counter = meter.createCounter(name, options);
-      return { add: (value, attributes, context) => (counted(), counter.add(value, attributes, context)) };
-    },
-    createUpDownCounter: (name, options) => {
-      const counter = meter.createUpDownCounter(name, options);
-      return { add: (value, attributes, context) => (counted(), counter.add(value, attributes, context)) };
-    },
-    createGauge: (name, options) => {
-      const gauge = meter.createGauge(name, options);
-      return { record: (value, attributes, context) => (counted(), gauge.record(value, attributes, context)) };
-    },
+    createHistogram: (name, options) => recording(meter.createHistogram(name, options)),
+    createCounter: (name, options) => adding(meter.createCounter(name, options)),
+    createUpDownCounter: (name, options) => adding(meter.createUpDownCounter(name, options)),
+    createGauge: (name, options) => recording(meter.createGauge(name, options)),
     createObservableGauge: (name, options) => meter.createObservableGauge(name, options),
     createObservableCounter: (name, options) => meter.createObservableCounter(name, options),
     createObservableUpDownCounter: (name, options) => meter.createObservableUpDownCounter(name, options),
