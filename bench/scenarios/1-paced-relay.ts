@@ -1,5 +1,6 @@
 import type { LocalStoreKind } from '../../lambdas/runtimes/local.js';
 import type { Bench, Row } from '../support/bench.js';
+import { startChild } from '../support/child.js';
 import { row } from '../support/bench.js';
 import { startOtlpReceiver } from '../support/otlp-receiver.js';
 import { scriptQuery, type Script } from '../support/script.js';
@@ -22,8 +23,9 @@ const FIRST_RUNS = 20;
  * process and the harness's cancels out). A second gateway traces every run (sampling 1.0) to
  * a local OTLP receiver; its reads go beside the others in each repetition, so tracing on and off
  * are measured on the same machine at the same time. The time to the first event is measured
- * again over FIRST_RUNS short runs each way in every repetition (one sample per run is noise), the
- * direct and the gateway's alternating.
+ * again over FIRST_RUNS short runs each way in every repetition (one sample per run is noise),
+ * the three ways in turn: direct, through funduq, and through a bare relay that only forwards the
+ * bytes between the same two hops (the floor of any relay on this machine).
  */
 export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<Row[]> {
   const plan: Script = { events: bench.quick ? 100 : 500, intervalMs: 10, deltaChars: 6 };
@@ -31,6 +33,7 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
   const gateway = await bench.startGateway('local', `scenario-1-${store}`, store);
   const receiver = await startOtlpReceiver();
   const traced = await bench.startGateway('local', `scenario-1-${store}-traced`, store, { traceTo: receiver.url });
+  const bare = await startChild('bare-relay.ts', { name: 'bare relay' });
   try {
     await traced.registerAgent('paced', plan);
     await traced.registerAgent('warm', { ...plan, events: 50, intervalMs: 1 });
@@ -46,6 +49,7 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
     const linked = `${gateway.url}/agui/paced-link`;
     const shortDirect = `${bench.agentUrl}/agui?${scriptQuery(SHORT)}`;
     const shortThrough = `${gateway.url}/agui/short`;
+    const { url: shortBare } = await bare.call<{ url: string }>('listen', { target: shortDirect });
     // Unmeasured: warms the JIT on both paths and opens the gateway's connection to the agent.
     await readWithStockClient(`${bench.agentUrl}/agui?${scriptQuery({ ...plan, events: 50, intervalMs: 1 })}`);
     await readWithStockClient(`${gateway.url}/agui/warm`);
@@ -59,7 +63,7 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
     const directFirst: number[] = [];
     const link = { p50: [] as number[], p99: [] as number[], first: [] as number[] };
     // Per repetition: the p50 of FIRST_RUNS short runs each way, alternated.
-    const firstP50 = { added: [] as number[], direct: [] as number[] };
+    const firstP50 = { added: [] as number[], direct: [] as number[], bare: [] as number[] };
     const tracing = { p50: [] as number[], p99: [] as number[] };
     await gateway.profiled('relay', async () => {
       for (let rep = 0; rep < reps; rep++) {
@@ -91,16 +95,22 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
         link.first.push(l.firstEventMs - d.firstEventMs);
         const added: number[] = [];
         const straight: number[] = [];
+        const floor: number[] = [];
         for (let run = 0; run < FIRST_RUNS; run++) {
-          const [x, y] = run % 2 === 0 ? [await readWithStockClient(shortDirect), await readWithStockClient(shortThrough)] : [undefined, await readWithStockClient(shortThrough)];
-          const z = x ?? (await readWithStockClient(shortDirect));
+          // Three ways a run, in an order that turns with each run (direct, funduq, the bare relay).
+          const order = [shortDirect, shortThrough, shortBare].map((_, i, all) => all[(i + run) % all.length]);
+          const read = new Map<string, StockRead>();
+          for (const url of order) read.set(url, await readWithStockClient(url));
+          const z = read.get(shortDirect)!;
           straight.push(z.firstEventMs);
-          added.push(y.firstEventMs - z.firstEventMs);
+          added.push(read.get(shortThrough)!.firstEventMs - z.firstEventMs);
+          floor.push(read.get(shortBare)!.firstEventMs - z.firstEventMs);
         }
         firstP50.added.push(percentile(added, 50));
         firstP50.direct.push(percentile(straight, 50));
+        firstP50.bare.push(percentile(floor, 50));
         bench.log(
-          `  rep ${rep + 1}: first event over ${FIRST_RUNS} short runs each way, added p50 ${firstP50.added.at(-1)!.toFixed(2)} ms (direct p50 ${firstP50.direct.at(-1)!.toFixed(2)} ms)`,
+          `  rep ${rep + 1}: first event over ${FIRST_RUNS} short runs each way, added p50 ${firstP50.added.at(-1)!.toFixed(2)} ms, a bare relay's ${firstP50.bare.at(-1)!.toFixed(2)} ms (direct p50 ${firstP50.direct.at(-1)!.toFixed(2)} ms)`,
         );
         bench.log(
           `  rep ${rep + 1}: added p50 ${p50.at(-1)!.toFixed(2)} ms, p99 ${p99.at(-1)!.toFixed(2)} ms, first event +${first.at(-1)!.toFixed(2)} ms; over a link ${link.p50.at(-1)!.toFixed(2)}, ${link.p99.at(-1)!.toFixed(2)}, +${link.first.at(-1)!.toFixed(2)} ms; traced ${tracing.p50.at(-1)!.toFixed(2)}, ${tracing.p99.at(-1)!.toFixed(2)} ms`,
@@ -121,6 +131,11 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
         spread(firstP50.added),
         (v) => v <= 3,
       ),
+      // The floor: a relay that only forwards bytes between the same two hops (bench/processes/bare-relay.ts).
+      row(
+        { ...base, metric: `a bare relay (bytes forwarded, nothing parsed or recorded): added time to first event, p50 of ${FIRST_RUNS} short runs`, reference: ref(firstP50.direct), referenceIs: 'direct time to first event, p50', target: null },
+        spread(firstP50.bare),
+      ),
       row({ ...base, metric: 'over a link: added latency per event, p50', reference: ref(p50), referenceIs: 'agui-http', target: '≤ 1 ms' }, spread(link.p50), (v) => v <= 1),
       row({ ...base, metric: 'over a link: added latency per event, p99', reference: ref(p99), referenceIs: 'agui-http', target: '≤ 5 ms' }, spread(link.p99), (v) => v <= 5),
       row({ ...base, metric: 'over a link: added time to first event', reference: ref(first), referenceIs: 'agui-http', target: '≤ 5 ms' }, spread(link.first), (v) => v <= 5),
@@ -135,6 +150,7 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
   } finally {
     await gateway.stop();
     await traced.stop();
+    await bare.stop();
     await receiver.close();
   }
 }
