@@ -60,12 +60,21 @@ export class OtlpJsonExporter<Items> {
     return this.forceFlush();
   }
 
+  /** The signature's headers; a signer without credentials says what to give it, not that the receiver is down. */
+  private async signed(request: ExportRequest): Promise<Record<string, string>> {
+    try {
+      return await (this.auth.sign as ExportSigner)(request);
+    } catch (error) {
+      throw new OtlpExportFailed(`an export to ${request.url.host} could not be signed (${(error as Error).message}): give funduq AWS credentials (a function's role; on one machine the environment or a profile)`);
+    }
+  }
+
   private async send(items: Items): Promise<void> {
     const body = this.serializer.serializeRequest(items);
     if (!body) return;
     const url = new URL(this.url);
     const headers = { 'content-type': 'application/json' };
-    const given = this.auth.sign ? await this.auth.sign({ url, headers, body }) : typeof this.auth.headers === 'function' ? await this.auth.headers() : (this.auth.headers ?? {});
+    const given = this.auth.sign ? await this.signed({ url, headers, body }) : typeof this.auth.headers === 'function' ? await this.auth.headers() : (this.auth.headers ?? {});
     const response = await fetch(url, { method: 'POST', headers: { ...given, ...headers }, body: body as Uint8Array<ArrayBuffer>, signal: AbortSignal.timeout(EXPORT_TIMEOUT_MS) });
     const text = await response.text();
     if (!response.ok) {

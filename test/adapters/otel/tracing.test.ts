@@ -207,6 +207,28 @@ describe("CloudWatch's OTLP endpoint (FUNDUQ_OTLP_CLOUDWATCH, the stack's otlpCl
 });
 
 describe('an export that fails', () => {
+  it('to be signed, for want of credentials, says what to give it, and sends nothing', async () => {
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const tracing = createTracing({
+        serviceName: 'funduq',
+        endpoint: 'http://127.0.0.1:9/v1/traces',
+        sign: async () => {
+          throw new Error('Could not load credentials from any providers');
+        },
+      });
+      tracing.tracer.startSpan('unsigned').end();
+      await expect(tracing.flush()).resolves.toBeUndefined();
+      const lines = logged.mock.calls.map(([line]) => JSON.parse(String(line)) as { code: string; message: string });
+      expect(lines).toEqual([
+        { level: 'ERROR', code: 'otlp_export_failed', message: 'an export to 127.0.0.1:9 could not be signed (Could not load credentials from any providers): give funduq AWS credentials (a function\'s role; on one machine the environment or a profile)' },
+      ]);
+      await tracing.shutdown();
+    } finally {
+      logged.mockRestore();
+    }
+  });
+
   it('is logged with its code, and the flush that sent it resolves: a collector that refuses or is down never fails an invocation', async () => {
     const server = createServer((req, res) => {
       req.resume();
