@@ -75,6 +75,16 @@ export class RunWatch {
 }
 
 /**
+ * What a reader does for a running run it hears nothing of for `afterMs` (the lease's lapse, on
+ * AWS): `check` fails the run `dispatch_lost` if its dispatcher's lease lapsed (`failIfLapsed`), so
+ * the caller learns of a dead dispatcher a lapse after it died rather than at the next sweep.
+ */
+export interface LapseCheck {
+  afterMs: number;
+  check(runId: string): Promise<unknown>;
+}
+
+/**
  * A run's stored events after `afterSeq`, then its new ones as they are stored, until the run
  * settles and its last event is read. Every event comes from the record: the feed only wakes
  * the reader (and hands over what was just stored, so a live reader need not read it back).
@@ -87,6 +97,7 @@ export async function* followRun(
   afterSeq: number,
   signal?: AbortSignal,
   created?: { run: Run; watch: RunWatch },
+  lapse?: LapseCheck,
 ): AsyncGenerator<StoredEvent> {
   let cursor = afterSeq;
   const watch = created?.watch ?? new RunWatch(deps.feed, runId);
@@ -144,11 +155,26 @@ export async function* followRun(
         if (owed.length > 0) continue;
       }
       if (!latest || (settled && cursor >= (latest.lastSeq ?? 0))) return;
-      await watch.changeSince(seen);
+      if (lapse && (latest.status === 'running' || latest.status === 'cancelling')) await quietFor(watch, seen, lapse, runId);
+      else await watch.changeSince(seen);
     }
   } finally {
     watch.close();
     signal?.removeEventListener('abort', rouse);
+  }
+}
+
+/** The run's next change; past `afterMs` of quiet, its lease is checked (a failure it finds is the next change). */
+async function quietFor(watch: RunWatch, seen: number, lapse: LapseCheck, runId: string): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const quiet = new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), lapse.afterMs)));
+  try {
+    if ((await Promise.race([watch.changeSince(seen), quiet])) === true) {
+      // A check that cannot be made now is made again after the next lapse of quiet (or the sweep's).
+      await lapse.check(runId).catch(() => undefined);
+    }
+  } finally {
+    clearTimeout(timer);
   }
 }
 

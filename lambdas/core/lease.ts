@@ -1,6 +1,6 @@
 import type { Core } from './deps.js';
 import { RunFailure } from './errors.js';
-import { isTerminal } from './model.js';
+import { isTerminal, type RunLease } from './model.js';
 import type { Clock, RunStore } from './ports.js';
 import type { LeaseSettings } from './settings.js';
 
@@ -128,32 +128,57 @@ export async function failLapsed(core: Core, now: number): Promise<LapsedSweep> 
   for (let page = 0; page < LAPSED_PAGES; page++) {
     const leases = await core.store.leases.lapsed(now, LAPSED_PAGE);
     for (const lease of leases) {
-      if (!(await core.store.leases.end(lease.runId, { until: lease.until }))) continue;
-      const run = await core.store.runs.get(lease.runId);
-      if (!run) continue;
-      if (run.status === 'queued') {
-        if (lease.receipt !== undefined) {
-          await core.queue.redeliver(lease.receipt);
-          sweep.redelivered += 1;
-        }
-        continue;
-      }
-      // A link run is its providers' once handed off, its message held by its link: the link's timers end it.
-      if (!isTerminal(run.status) && run.link) continue;
-      // Started by a later delivery of its message (whose dispatcher took a lease of its own after
-      // this one was ended): the run is that dispatcher's, and failing it would end a live relay.
-      if (!isTerminal(run.status) && lease.receipt !== undefined && run.receipt !== lease.receipt) continue;
-      if (!isTerminal(run.status)) {
-        if (!(await core.ledger.abandon(run, 'dispatch_lost', 'the dispatcher running this run was lost (its lease lapsed)'))) continue;
-        sweep.failed += 1;
-      }
-      const receipt = lease.receipt ?? run.receipt;
-      if (receipt !== undefined) {
-        await core.queue.release(receipt);
-        sweep.released += 1;
-      }
+      const done = await settleLapsed(core, lease);
+      if (done.failed) sweep.failed += 1;
+      if (done.released) sweep.released += 1;
+      if (done.redelivered) sweep.redelivered += 1;
     }
     if (leases.length < LAPSED_PAGE) break;
   }
   return sweep;
+}
+
+/**
+ * What a reader does that found the run it follows still running with no change for a lapse
+ * (`lease.lapseMs`): its dispatcher may be dead, and the run is failed `dispatch_lost` now, as the
+ * sweep would at its next pass, when its lease lapsed indeed. False when the lease was renewed
+ * (or is another delivery's, or gone): the dispatcher is alive, or the sweep came first.
+ */
+export async function failIfLapsed(core: Core, runId: string): Promise<boolean> {
+  const lease = await core.store.leases.get(runId);
+  if (!lease || lease.until >= core.clock.now()) return false;
+  // A run still queued under a lapsed lease is the sweep's (its message is made visible again, which a door may not do).
+  const run = await core.store.runs.get(runId);
+  if (run?.status !== 'running' && run?.status !== 'cancelling') return false;
+  return (await settleLapsed(core, lease)).failed;
+}
+
+/** One lapsed lease, ended only as it was read: its run failed, its delivery let go or made visible again. */
+async function settleLapsed(core: Core, lease: RunLease): Promise<{ failed: boolean; released: boolean; redelivered: boolean }> {
+  const done = { failed: false, released: false, redelivered: false };
+  if (!(await core.store.leases.end(lease.runId, { until: lease.until }))) return done;
+  const run = await core.store.runs.get(lease.runId);
+  if (!run) return done;
+  if (run.status === 'queued') {
+    if (lease.receipt !== undefined) {
+      await core.queue.redeliver(lease.receipt);
+      done.redelivered = true;
+    }
+    return done;
+  }
+  // A link run is its providers' once handed off, its message held by its link: the link's timers end it.
+  if (!isTerminal(run.status) && run.link) return done;
+  // Started by a later delivery of its message (whose dispatcher took a lease of its own after
+  // this one was ended): the run is that dispatcher's, and failing it would end a live relay.
+  if (!isTerminal(run.status) && lease.receipt !== undefined && run.receipt !== lease.receipt) return done;
+  if (!isTerminal(run.status)) {
+    if (!(await core.ledger.abandon(run, 'dispatch_lost', 'the dispatcher running this run was lost (its lease lapsed)'))) return done;
+    done.failed = true;
+  }
+  const receipt = lease.receipt ?? run.receipt;
+  if (receipt !== undefined) {
+    await core.queue.release(receipt);
+    done.released = true;
+  }
+  return done;
 }

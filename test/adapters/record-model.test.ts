@@ -221,6 +221,7 @@ const leaseCalls: fc.Arbitrary<Call>[] = [
     (a, { prefix }) => (side) => side.leases.end(prefix + a.run, { ...(a.until !== undefined ? { until: a.until } : {}), ...(a.receipt !== undefined ? { receipt: a.receipt } : {}) }),
   ),
   both('leases.lapsed', fc.record({ before: fc.constantFrom(1_500, 2_500, 3_500) }), () => () => undefined, thenTheLapsed),
+  both('leases.get', fc.record({ run: runName }), (a, { prefix }) => (side) => side.leases.get(prefix + a.run)),
 ];
 
 // Runs: transitions (and the identity a patch may not change), asks closed and opened, a link moved; the task index they write.

@@ -231,6 +231,50 @@ describe('a dispatcher’s lease on its run', () => {
     expect((await h.events('run-1')).map((e) => e.event.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'RUN_ERROR']);
   });
 
+  it('lets a reader that hears nothing of a running run for a lapse find its dispatcher dead, and end its stream dispatch_lost before any sweep', async () => {
+    // A lapse short enough to be waited out: the reader's quiet is real time, the lease's end the gateway's clock.
+    const quick = { renewMs: 100, lapseMs: 300 };
+    const base = await stores.freshStore();
+    const h = await harness(renewalsHeld(base, 'run-1', new Gate()), { settings: { lease: quick }, receipt: (runId) => `receipt-${runId}` });
+    const released: string[] = [];
+    Object.assign(h.queue, { release: async (receipt: string) => void released.push(receipt) });
+    pausing(h, new Gate());
+    await h.send('hello');
+    await eventually(async () => expect((await h.events('run-1')).length).toBe(3), 20_000);
+    h.clock.advance(quick.lapseMs + 1);
+
+    const read: string[] = [];
+    for await (const stored of h.gateway.followRun('run-1', 0)) read.push(stored.event.type);
+    expect(read).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'RUN_ERROR']);
+    expect(await base.runs.get('run-1')).toMatchObject({ status: 'failed', reason: 'dispatch_lost' });
+    expect(released).toEqual(['receipt-run-1']);
+    // The reader did the sweep's work for this lease: nothing is left for the sweep.
+    expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0, redelivered: 0 });
+  });
+
+  it('lets a reader that hears nothing of a live dispatcher\'s run for longer than a lapse leave it running: its lease was renewed', async () => {
+    const quick = { renewMs: 100, lapseMs: 300 };
+    const h = await harness(await stores.freshStore(), { settings: { lease: quick } });
+    const more = new Gate();
+    pausing(h, more);
+    await h.send('hello');
+    await eventually(async () => expect((await h.events('run-1')).length).toBe(3), 20_000);
+    const read: string[] = [];
+    const reading = (async () => {
+      for await (const stored of h.gateway.followRun('run-1', 0)) read.push(stored.event.type);
+    })();
+    // Quiet for several lapses, each checked by the reader: the lease stays the live dispatcher's.
+    const checked = h.store.leases.get.bind(h.store.leases);
+    let checks = 0;
+    Object.assign(h.store.leases, { get: async (runId: string) => ((checks += 1), checked(runId)) });
+    await eventually(async () => expect(checks).toBeGreaterThanOrEqual(2), 20_000);
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'running' });
+    more.open();
+    await reading;
+    expect(read).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED']);
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'completed' });
+  });
+
   it('takes no lease on one machine, where a restart fails a run left running', async () => {
     const h = await harness(await stores.freshStore());
     await h.send('hello');

@@ -68,6 +68,8 @@ export interface RunLeases {
    * that delivery's dispatch (not taken over by a later one); false when it was ended or is another's.
    */
   renew(runId: string, until: number, receipt?: string): Promise<boolean>;
+  /** The run's lease as it is now (a consistent read), or undefined when none is held. */
+  get(runId: string): Promise<RunLease | undefined>;
   /** Leases that end before `before` (epoch ms), the earliest first, at most `limit`. */
   lapsed(before: number, limit: number): Promise<RunLease[]>;
   /**

@@ -199,6 +199,10 @@ export class ReferenceRecord {
       held.until = until;
       return true;
     },
+    get: (runId: string): RunLease | undefined => {
+      const held = this.leaseItems.get(runId);
+      return held && copy(held);
+    },
     lapsed: (before: number, limit: number): RunLease[] =>
       [...this.leaseItems.values()]
         .filter((lease) => lease.until < before)

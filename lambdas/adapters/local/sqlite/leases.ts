@@ -19,9 +19,13 @@ export class SqliteRunLeases implements RunLeases {
     return this.statements.renew.run({ until, runId, receipt: receipt ?? null }).changes === 1;
   }
 
+  async get(runId: string): Promise<RunLease | undefined> {
+    const row = this.statements.get.get(runId) as LeaseRow | undefined;
+    return row && leaseOf(row);
+  }
+
   async lapsed(before: number, limit: number): Promise<RunLease[]> {
-    const rows = this.statements.lapsed.all(before, limit) as Array<{ run_id: string; until: number; receipt: string | null }>;
-    return rows.map((row) => ({ runId: row.run_id, until: row.until, ...(row.receipt !== null ? { receipt: row.receipt } : {}) }));
+    return (this.statements.lapsed.all(before, limit) as LeaseRow[]).map(leaseOf);
   }
 
   async end(runId: string, as: LeaseAs = {}): Promise<boolean> {
@@ -29,8 +33,19 @@ export class SqliteRunLeases implements RunLeases {
   }
 }
 
+interface LeaseRow {
+  run_id: string;
+  until: number;
+  receipt: string | null;
+}
+
+function leaseOf(row: LeaseRow): RunLease {
+  return { runId: row.run_id, until: row.until, ...(row.receipt !== null ? { receipt: row.receipt } : {}) };
+}
+
 function prepare(db: Database.Database) {
   return {
+    get: db.prepare('SELECT run_id, until, receipt FROM leases WHERE run_id = ?'),
     put: db.prepare('INSERT OR REPLACE INTO leases (run_id, until, receipt) VALUES (?, ?, ?)'),
     // A condition left null is no condition.
     renew: db.prepare('UPDATE leases SET until = @until WHERE run_id = @runId AND (@receipt IS NULL OR receipt = @receipt)'),

@@ -36,6 +36,12 @@ export class DynamoRunLeases implements RunLeases {
     return renewed !== undefined;
   }
 
+  async get(runId: string): Promise<RunLease | undefined> {
+    if (!fitsKey(leaseKey(runId))) return undefined;
+    const item = await this.handle.get(leaseKey(runId));
+    return item && domain<RunLease>(item);
+  }
+
   async lapsed(before: number, limit: number): Promise<RunLease[]> {
     return (await listShards(this.handle, LEASE_PREFIX, leaseSort(before), limit))
       .map((item) => domain<RunLease>(item))
