@@ -51,6 +51,16 @@ export interface LinkDeps {
   holdUntilSettled: boolean;
 }
 
+/**
+ * What a reader does for a running run it hears nothing of for `afterMs` (the lease's lapse, on
+ * AWS): `check` fails the run `dispatch_lost` if its dispatcher's lease lapsed (`failIfLapsed`), so
+ * a caller learns of a dead dispatcher a lapse after it died rather than at the next sweep.
+ */
+export interface LapseCheck {
+  afterMs: number;
+  check(runId: string): Promise<unknown>;
+}
+
 /** The ports with the record's owner over them: what every use case takes. */
 export interface Core extends CoreDeps {
   life: RunLife;
@@ -61,6 +71,8 @@ export interface Core extends CoreDeps {
   linkSettings: LinkSettings;
   /** Link providers' registrations read moments ago: an offer reads its provider's limit without a store read per run. */
   recentProviders: Recent<LinkProvider | null>;
+  /** Where dispatchers hold leases: what the readers of runs (both doors) check a quiet run's lease with; set by the gateway. */
+  lapse?: LapseCheck;
 }
 
 export function coreOf(deps: CoreDeps): Core {

@@ -1,4 +1,4 @@
-import type { CoreDeps } from './deps.js';
+import type { Core, CoreDeps, LapseCheck } from './deps.js';
 import { isTerminal, type Run, type StoredEvent } from './model.js';
 import type { ChangeFeed } from './ports.js';
 import { closingLog } from './log.js';
@@ -75,16 +75,6 @@ export class RunWatch {
 }
 
 /**
- * What a reader does for a running run it hears nothing of for `afterMs` (the lease's lapse, on
- * AWS): `check` fails the run `dispatch_lost` if its dispatcher's lease lapsed (`failIfLapsed`), so
- * the caller learns of a dead dispatcher a lapse after it died rather than at the next sweep.
- */
-export interface LapseCheck {
-  afterMs: number;
-  check(runId: string): Promise<unknown>;
-}
-
-/**
  * A run's stored events after `afterSeq`, then its new ones as they are stored, until the run
  * settles and its last event is read. Every event comes from the record: the feed only wakes
  * the reader (and hands over what was just stored, so a live reader need not read it back).
@@ -92,13 +82,13 @@ export interface LapseCheck {
  * nothing until the feed says something it cannot follow); the reader closes the watch.
  */
 export async function* followRun(
-  deps: Pick<CoreDeps, 'store' | 'feed'>,
+  deps: Pick<CoreDeps, 'store' | 'feed'> & Pick<Core, 'lapse'>,
   runId: string,
   afterSeq: number,
   signal?: AbortSignal,
   created?: { run: Run; watch: RunWatch },
-  lapse?: LapseCheck,
 ): AsyncGenerator<StoredEvent> {
+  const { lapse } = deps;
   let cursor = afterSeq;
   const watch = created?.watch ?? new RunWatch(deps.feed, runId);
   const rouse = () => watch.rouse();

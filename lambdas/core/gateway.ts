@@ -6,7 +6,7 @@ import { dispatchRun, failUndelivered, type DispatchOptions } from './dispatch-r
 import { ok, type Result } from './errors.js';
 import { expireAsks } from './expire-asks.js';
 import { createLink } from './link/index.js';
-import { followRun, RunWatch, type LapseCheck } from './follow-run.js';
+import { followRun, RunWatch } from './follow-run.js';
 import type { Agent, Principal, StoredEvent } from './model.js';
 import type { PushSender } from './ports.js';
 import { deletePrincipalKeys, getPrincipalKeys, putPrincipalKeys } from './principal-keys.js';
@@ -36,10 +36,11 @@ export interface FollowedRun extends StartedRun {
  */
 export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
   const core = coreOf(deps);
-  const tasks = createTasks(core, options.a2a);
-  // Where dispatchers hold leases (AWS), a reader that hears nothing of a running run for a lapse checks its lease.
+  // Where dispatchers hold leases (AWS), a reader that hears nothing of a running run for a lapse
+  // checks its lease (set here: the check is a use case, which the core's ports cannot name).
   const lease = core.settings.lease;
-  const lapse: LapseCheck | undefined = lease ? { afterMs: lease.lapseMs, check: (runId) => failIfLapsed(core, runId) } : undefined;
+  if (lease) core.lapse = { afterMs: lease.lapseMs, check: (runId) => failIfLapsed(core, runId) };
+  const tasks = createTasks(core, options.a2a);
   return {
     startRun: (request: StartRunRequest) => startRun(core, request),
     /**
@@ -56,7 +57,7 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
       if (!started.ok) return started;
       const { run, attached } = started.value;
       const created = attached ? undefined : { run, watch };
-      return ok({ run, attached, events: (signal?: AbortSignal) => followRun(core, run.runId, 0, signal, created, lapse) });
+      return ok({ run, attached, events: (signal?: AbortSignal) => followRun(core, run.runId, 0, signal, created) });
     },
     dispatchRun: (runId: string, options?: DispatchOptions) => dispatchRun(core, runId, options),
     /** What a run's record calls for, done again (its queue message, the rest of its settle): safe to repeat. */
@@ -70,7 +71,7 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
     cancelRun: (runId: string, principal: Principal, proof?: unknown) => cancelRun(core, runId, principal, proof),
     expireAsks: (runId: string) => expireAsks(core, runId),
     recover: () => recover(core),
-    followRun: (runId: string, afterSeq: number, signal?: AbortSignal) => followRun(core, runId, afterSeq, signal, undefined, lapse),
+    followRun: (runId: string, afterSeq: number, signal?: AbortSignal) => followRun(core, runId, afterSeq, signal),
     threadView: (threadId: string, principal: Principal) => threadView(core, threadId, principal),
     getRun: (runId: string, principal: Principal) => core.store.runs.getOf(principal.tenant, runId),
     putAgent: async (agent: Agent) => {

@@ -252,6 +252,22 @@ describe('a dispatcher’s lease on its run', () => {
     expect(await h.gateway.failLapsed()).toEqual({ failed: 0, released: 0, redelivered: 0 });
   });
 
+  it('lets an A2A stream of the task find its dispatcher dead too, and end on the failed task', async () => {
+    const quick = { renewMs: 100, lapseMs: 300 };
+    const h = await harness(renewalsHeld(await stores.freshStore(), 'run-1', new Gate()), { settings: { lease: quick } });
+    pausing(h, new Gate());
+    await h.send('hello');
+    await eventually(async () => expect((await h.events('run-1')).length).toBe(3), 20_000);
+    h.clock.advance(quick.lapseMs + 1);
+    const states: number[] = [];
+    for await (const { payload } of h.gateway.tasks.stream((await h.store.runs.get('run-1'))!)) {
+      if (payload?.$case === 'statusUpdate') states.push(payload.value.status!.state);
+    }
+    // The task's last word: FAILED (A2A 1.0's TaskState 4).
+    expect(states.at(-1)).toBe(4);
+    expect(await h.store.runs.get('run-1')).toMatchObject({ status: 'failed', reason: 'dispatch_lost' });
+  });
+
   it('lets a reader that hears nothing of a live dispatcher\'s run for longer than a lapse leave it running: its lease was renewed', async () => {
     const quick = { renewMs: 100, lapseMs: 300 };
     const h = await harness(await stores.freshStore(), { settings: { lease: quick } });

@@ -1,5 +1,5 @@
 import type { StreamResponse, Task } from '@a2a-js/sdk';
-import type { CoreDeps } from '../deps.js';
+import type { Core, CoreDeps } from '../deps.js';
 import { followRun } from '../follow-run.js';
 import { isTerminal, type Run, type StoredEvent } from '../model.js';
 import { logOf } from '../log.js';
@@ -32,7 +32,7 @@ export async function readTask(store: RunStore, root: Run, view?: TaskView): Pro
  * stored events as `followRun` reads them: every update is in the record before anyone sees it.
  */
 export async function* followTask(
-  deps: Pick<CoreDeps, 'store' | 'feed'>,
+  deps: Pick<CoreDeps, 'store' | 'feed'> & Pick<Core, 'lapse'>,
   root: Run,
   after: TaskCursor | undefined,
   signal?: AbortSignal,
