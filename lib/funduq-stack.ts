@@ -190,9 +190,7 @@ export class FunduqStack extends Stack {
   private grantOtlpHeaders(settings: FunduqSettings): void {
     if (!settings.otlpEndpoint) throw new SettingsError('funduq: otlpHeadersSecret names the headers of a collector: set otlpEndpoint too (-c otlpEndpoint=https://collector.example:4318)');
     const secret = secretsmanager.Secret.fromSecretNameV2(this, 'OtlpHeaders', settings.otlpHeadersSecret as string);
-    for (const { function: fn } of this.node.findAll().filter((c): c is GatewayFunction => c instanceof GatewayFunction)) {
-      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [`${secret.secretArn}-??????`] }));
-    }
+    this.grantEveryFunction(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [`${secret.secretArn}-??????`] }));
   }
 
   /** Every function that traces may send its spans to CloudWatch's OTLP endpoint, which authorizes an export as `xray:PutTraceSegments` (an action on no resource). */
@@ -200,9 +198,12 @@ export class FunduqStack extends Stack {
     if (settings.otlpEndpoint || settings.otlpHeadersSecret) {
       throw new SettingsError('funduq: otlpCloudWatch sends traces to CloudWatch itself: leave out otlpEndpoint and otlpHeadersSecret, or send them to your collector without otlpCloudWatch');
     }
-    for (const { function: fn } of this.node.findAll().filter((c): c is GatewayFunction => c instanceof GatewayFunction)) {
-      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['xray:PutTraceSegments'], resources: ['*'] }));
-    }
+    this.grantEveryFunction(new iam.PolicyStatement({ actions: ['xray:PutTraceSegments'], resources: ['*'] }));
+  }
+
+  /** Every function traces: what its exports need, each function is granted. */
+  private grantEveryFunction(statement: iam.PolicyStatement): void {
+    for (const { function: fn } of this.node.findAll().filter((c): c is GatewayFunction => c instanceof GatewayFunction)) fn.addToRolePolicy(statement);
   }
 
   private apiAuth(settings: FunduqSettings): ApiAuth {

@@ -88,9 +88,9 @@ export async function* followRun(
   signal?: AbortSignal,
   created?: { run: Run; watch: RunWatch },
 ): AsyncGenerator<StoredEvent> {
-  const { lapse } = deps;
   let cursor = afterSeq;
   const watch = created?.watch ?? new RunWatch(deps.feed, runId);
+  const quiet = deps.lapse ? new QuietCheck(watch, deps.lapse, runId) : undefined;
   const rouse = () => watch.rouse();
   signal?.addEventListener('abort', rouse, { once: true });
   try {
@@ -145,26 +145,60 @@ export async function* followRun(
         if (owed.length > 0) continue;
       }
       if (!latest || (settled && cursor >= (latest.lastSeq ?? 0))) return;
-      if (lapse && (latest.status === 'running' || latest.status === 'cancelling')) await quietFor(watch, seen, lapse, runId);
-      else await watch.changeSince(seen);
+      if (latest.status === 'running' || latest.status === 'cancelling') quiet?.start();
+      await watch.changeSince(seen);
     }
   } finally {
+    // A check on its way finishes first: its failure's last writes (the message let go) are not left to a frozen function.
+    await quiet?.stop();
     watch.close();
     signal?.removeEventListener('abort', rouse);
   }
 }
 
-/** The run's next change; past `afterMs` of quiet, its lease is checked (a failure it finds is the next change). */
-async function quietFor(watch: RunWatch, seen: number, lapse: LapseCheck, runId: string): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const quiet = new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), lapse.afterMs)));
-  try {
-    if ((await Promise.race([watch.changeSince(seen), quiet])) === true) {
-      // A check that cannot be made now is made again after the next lapse of quiet (or the sweep's).
-      await lapse.check(runId).catch(() => undefined);
-    }
-  } finally {
-    clearTimeout(timer);
+/**
+ * A reader's watch on a running run's quiet: one timer a reader, started at its first wait on the
+ * running run and re-armed as it fires, never touched by the run's events (a reader wakes for each
+ * batch). A firing that finds no change since the one before follows a lapse of quiet at least, and
+ * the run's lease is checked then: a dead dispatcher's run is failed between one and two lapses
+ * after its last change, and the failure reaches the reader as the next change.
+ */
+class QuietCheck {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private changesAtLastFiring = -1;
+  private stopped = false;
+  private firing: Promise<void> | undefined;
+
+  constructor(
+    private readonly watch: RunWatch,
+    private readonly lapse: LapseCheck,
+    private readonly runId: string,
+  ) {}
+
+  start(): void {
+    if (this.timer !== undefined || this.stopped) return;
+    this.changesAtLastFiring = this.watch.changes;
+    this.arm();
+  }
+
+  /** Stops the timer; resolves once a check on its way is done. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.firing;
+  }
+
+  private arm(): void {
+    this.timer = setTimeout(() => (this.firing = this.fire()), this.lapse.afterMs);
+  }
+
+  private async fire(): Promise<void> {
+    const latest = this.watch.latest;
+    const running = latest?.status === 'running' || latest?.status === 'cancelling';
+    // A check that cannot be made now is made again at the next firing (or by the sweep).
+    if (running && this.watch.changes === this.changesAtLastFiring) await this.lapse.check(this.runId).catch(() => undefined);
+    this.changesAtLastFiring = this.watch.changes;
+    if (!this.stopped) this.arm();
   }
 }
 

@@ -147,9 +147,8 @@ export async function failLapsed(core: Core, now: number): Promise<LapsedSweep> 
 export async function failIfLapsed(core: Core, runId: string): Promise<boolean> {
   const lease = await core.store.leases.get(runId);
   if (!lease || lease.until >= core.clock.now()) return false;
-  // A run still queued under a lapsed lease is the sweep's (its message is made visible again, which a door may not do).
-  const run = await core.store.runs.get(runId);
-  if (run?.status !== 'running' && run?.status !== 'cancelling') return false;
+  // Asked only for a run its reader saw running, which is never queued again: the queued case
+  // (its message made visible again, which a door may not do) stays the sweep's.
   return (await settleLapsed(core, lease)).failed;
 }
 

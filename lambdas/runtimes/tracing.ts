@@ -33,11 +33,10 @@ export function tracingConfig(get: (name: string) => string | undefined): Tracin
   if (read(protocol) !== undefined && !['http/json', 'http/protobuf'].includes(read(protocol)!)) bad(protocol, 'must be http/json or http/protobuf (funduq sends OTLP/HTTP; grpc is not offered)');
   const cloudWatch = read('FUNDUQ_OTLP_CLOUDWATCH')?.toLowerCase();
   if (cloudWatch !== undefined && cloudWatch !== 'true' && cloudWatch !== 'false') bad('FUNDUQ_OTLP_CLOUDWATCH', 'must be true or false');
-  const collector = endpointOf(read('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'), read('OTEL_EXPORTER_OTLP_ENDPOINT'), bad);
+  const collector = signalEndpoint('TRACES', read, bad);
   const signed = cloudWatch === 'true' ? cloudWatchOf(read, collector, bad) : undefined;
   const endpoint = signed?.endpoint ?? collector;
-  const headersName = read('OTEL_EXPORTER_OTLP_TRACES_HEADERS') ? 'OTEL_EXPORTER_OTLP_TRACES_HEADERS' : 'OTEL_EXPORTER_OTLP_HEADERS';
-  const headers = headersOf(read(headersName), () => bad(headersName, 'must be key=value pairs separated by commas'));
+  const headers = signalHeaders('TRACES', read, bad);
   const metrics = metricsOf(read, bad);
   const samplerName = read('OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on';
   if (!SAMPLERS.includes(samplerName as SamplerName)) bad('OTEL_TRACES_SAMPLER', `must be one of ${SAMPLERS.join(', ')}`);
@@ -66,21 +65,13 @@ export function tracingConfig(get: (name: string) => string | undefined): Tracin
 function metricsOf(read: (name: string) => string | undefined, bad: (name: string, takes: string) => never): Pick<TracingConfig, 'metricsEndpoint' | 'metricsHeaders' | 'metricsIntervalMs'> | undefined {
   const exporter = read('OTEL_METRICS_EXPORTER');
   if (exporter !== undefined && !['otlp', 'none'].includes(exporter)) bad('OTEL_METRICS_EXPORTER', 'must be otlp or none (funduq exports OTLP over HTTP)');
-  const given = read('OTEL_EXPORTER_OTLP_METRICS_ENDPOINT');
-  const base = read('OTEL_EXPORTER_OTLP_ENDPOINT');
-  const name = given !== undefined ? 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
-  if (exporter === 'none' || (given ?? base) === undefined) return undefined;
-  const url = urlOf(given ?? (base as string), () => bad(name, 'must be an http or https URL'));
-  const headersName = read('OTEL_EXPORTER_OTLP_METRICS_HEADERS') ? 'OTEL_EXPORTER_OTLP_METRICS_HEADERS' : 'OTEL_EXPORTER_OTLP_HEADERS';
-  const headers = headersOf(read(headersName), () => bad(headersName, 'must be key=value pairs separated by commas'));
+  const endpoint = signalEndpoint('METRICS', read, bad);
+  if (exporter === 'none' || endpoint === undefined) return undefined;
+  const headers = signalHeaders('METRICS', read, bad);
   const interval = read('OTEL_METRIC_EXPORT_INTERVAL');
   const intervalMs = interval === undefined ? 60_000 : Number(interval);
   if (!Number.isInteger(intervalMs) || intervalMs < 1_000) bad('OTEL_METRIC_EXPORT_INTERVAL', 'must be a whole number of milliseconds, at least 1000');
-  return {
-    metricsEndpoint: given !== undefined ? url : `${url.replace(/\/+$/, '')}/v1/metrics`,
-    ...(headers ? { metricsHeaders: headers } : {}),
-    metricsIntervalMs: intervalMs,
-  };
+  return { metricsEndpoint: endpoint, ...(headers ? { metricsHeaders: headers } : {}), metricsIntervalMs: intervalMs };
 }
 
 /** CloudWatch's OTLP traces endpoint (X-Ray's), in the function's region: it takes SigV4-signed exports only, so no collector's endpoint or headers go with it. */
@@ -92,13 +83,23 @@ function cloudWatchOf(read: (name: string) => string | undefined, collector: str
   return { endpoint: `${base.replace(/\/+$/, '')}/v1/traces`, region: region as string };
 }
 
-function endpointOf(traces: string | undefined, base: string | undefined, bad: (name: string, takes: string) => never): string | undefined {
-  const name = traces !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
-  const given = traces ?? base;
+/**
+ * A signal's URL: its own variable (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `…_METRICS_…`) as it
+ * is, or the base one with the signal's path appended (the OTLP exporter specification).
+ */
+function signalEndpoint(signal: 'TRACES' | 'METRICS', read: (name: string) => string | undefined, bad: (name: string, takes: string) => never): string | undefined {
+  const own = read(`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`);
+  const name = own !== undefined ? `OTEL_EXPORTER_OTLP_${signal}_ENDPOINT` : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  const given = own ?? read('OTEL_EXPORTER_OTLP_ENDPOINT');
   if (given === undefined) return undefined;
   urlOf(given, () => bad(name, 'must be an http or https URL'));
-  // The signal-specific variable is the whole URL; the base one gets the signal's path (OTLP exporter spec).
-  return traces !== undefined ? given : `${given.replace(/\/+$/, '')}/v1/traces`;
+  return own !== undefined ? given : `${given.replace(/\/+$/, '')}/v1/${signal.toLowerCase()}`;
+}
+
+/** A signal's headers: its own variable's, or the base one's. */
+function signalHeaders(signal: 'TRACES' | 'METRICS', read: (name: string) => string | undefined, bad: (name: string, takes: string) => never): Record<string, string> | undefined {
+  const name = read(`OTEL_EXPORTER_OTLP_${signal}_HEADERS`) ? `OTEL_EXPORTER_OTLP_${signal}_HEADERS` : 'OTEL_EXPORTER_OTLP_HEADERS';
+  return headersOf(read(name), () => bad(name, 'must be key=value pairs separated by commas'));
 }
 
 function urlOf(given: string, bad: () => never): string {
