@@ -30,6 +30,7 @@ import { fairness } from './scenarios/8-fairness.js';
 import { healthUnderLoad } from './scenarios/9-health-under-load.js';
 import { actorChain } from './scenarios/10-actor-chain.js';
 import { traceFlush } from './scenarios/11-trace-flush.js';
+import { audit } from './scenarios/12-audit.js';
 import type { LocalStoreKind } from '../lambdas/runtimes/local.js';
 
 const args = process.argv.slice(2);
@@ -71,6 +72,7 @@ const scenarios: { id: number; title: string; run: (bench: Bench, store: LocalSt
   { id: 9, title: '/healthz under 300 concurrent 340 KB POSTs, and under 12 readers that never read', run: healthUnderLoad, stores: ['sqlite'] },
   { id: 10, title: 'actor chains: checking a 5-hop chain at the door and at the agent', run: actorChain, stores: ['sqlite'] },
   { id: 11, title: "trace flush: a Lambda invocation's export of its spans to CloudWatch, in the AWS box", run: traceFlush, stores: ['aws'] },
+  { id: 12, title: "audit: the offline verifier over 1,000,000 records, and a run's audit record at its admission", run: audit, stores: ['sqlite'] },
 ];
 
 function format(value: number | null, unit: string): string {

@@ -172,6 +172,8 @@ export class FunduqStack extends Stack {
     this.pushSigning = new PushSigning(this, 'PushSigning', { doors: this.doors, signers: [this.streamHandler.function.function] });
 
     this.link = new ProviderLink(this, 'Link', { store: this.store, threadQueue: this.threadQueue, askWaiter: this.askWaiter, logRetention, environment: gatewayEnvironment });
+    // The sweep seals the audit log with funduq's identity key.
+    this.link.grantKey(this.sweep.function.function);
     // The doors cancel link runs and register providers, the dispatcher offers runs: both take part in the link.
     for (const fn of [this.dispatcher.function.function, this.doors.buffered.function, this.doors.streaming.function]) this.link.grantLink(fn);
     // Whoever settles a run lets go of the thread-queue message a link run held (the dispatcher's

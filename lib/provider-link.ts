@@ -112,12 +112,18 @@ export class ProviderLink extends Construct {
     }
   }
 
+  /** funduq's identity key (the secret it is derived from): the link's, the actor chains' hops' and the audit log's seal (the sweep's). */
+  grantKey(fn: lambda.Function): void {
+    fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.keySecret.secretArn] }));
+    fn.addEnvironment(ENV.linkKeySecretArn, this.keySecret.secretArn);
+  }
+
   /**
    * What a function that takes part in the link needs (the doors, the dispatcher, the link's own):
    * funduq's key, the link's connections (post and close, on this API's stage only) and its timers.
    */
   grantLink(fn: lambda.Function): void {
-    fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.keySecret.secretArn] }));
+    this.grantKey(fn);
     const connections = Stack.of(this).formatArn({ service: 'execute-api', resource: this.api.apiId, resourceName: `${LINK_STAGE}/*/@connections/*` });
     const stageArn = connections.replace(`${LINK_STAGE}/*/@connections/*`, LINK_STAGE);
     fn.addToRolePolicy(
@@ -128,7 +134,6 @@ export class ProviderLink extends Construct {
       }),
     );
     this.timerQueue.grant(fn, 'sqs:SendMessage');
-    fn.addEnvironment(ENV.linkKeySecretArn, this.keySecret.secretArn);
     fn.addEnvironment(ENV.linkTimerQueueUrl, this.timerQueue.queueUrl);
     fn.addEnvironment(ENV.linkConnectionsUrl, this.stage.callbackUrl);
   }

@@ -181,8 +181,8 @@ function madeCodes(): Set<string> {
   const made =
     /(?:refused?|abandon|fail\w*|settle\w*|End|end|RunFailure|LinkRefused)\([^()]*?'([a-z0-9]+(?:_[a-z0-9]+)+)'|errorResponse\(c, '([a-z0-9]+(?:_[a-z0-9]+)*)'|code(?:: | = )'([a-z0-9]+(?:_[a-z0-9]+)+)'|reason: [^\n]*?'([a-z0-9]+(?:_[a-z0-9]+)+)'|`([a-z][a-z0-9]*(?:_[a-z0-9]+)*)_\$\{[^}]*\}`/g;
   const codes = new Set<string>();
-  // The gateway's, and the provider SDK's (what a provider meets).
-  for (const folder of ['lambdas', 'packages/provider/src']) {
+  // The gateway's, its commands' (`npm run audit`), and the provider SDK's (what a provider meets).
+  for (const folder of ['lambdas', 'bin', 'packages/provider/src']) {
     for (const file of readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.ts'))) {
       for (const match of readFileSync(join(ROOT, folder, file), 'utf8').matchAll(made)) {
         codes.add(match[5] !== undefined ? `${match[5]}_<status>` : (match[1] ?? match[2] ?? match[3] ?? match[4]));

@@ -1,3 +1,5 @@
+import type { AuditEntry } from './audit/record.js';
+import type { AuditSeal } from './audit/seal.js';
 import { Ledger } from './ledger.js';
 import type { LinkProvider, Tenant } from './model.js';
 import { agentForDispatch, Recent, RecentAgents } from './recent-agents.js';
@@ -29,6 +31,10 @@ export interface CoreDeps {
    * (`composeRunLife`); absent, nobody.
    */
   life?: RunLife;
+  /** funduq's identity key for sealing the audit log, and SHA-256; absent, records are written but not sealed. */
+  auditSeal?: AuditSeal;
+  /** An audit record of funduq's own acts that could not be written: the runtime logs it whole (`audit_write_failed`). */
+  auditLost?: (entry: AuditEntry, error: unknown) => void;
   /**
    * Waits a turn of the event loop when this process's slice of work is spent (undefined: go on):
    * on one machine every run shares one thread, and a burst's events come off the socket a chunk

@@ -1,4 +1,5 @@
 import { EventType } from '@ag-ui/core';
+import { auditSystem } from './audit/write.js';
 import type { Core } from './deps.js';
 import { RunFailure, StoreUnavailable } from './errors.js';
 import { checkEvent, withRunIds } from './events.js';
@@ -97,7 +98,10 @@ export async function failUndelivered(core: Core, runId: string): Promise<Undeli
   const found = await core.store.runs.get(runId);
   if (!found) return 'missing';
   const failed = await core.ledger.abandon(found, 'dispatch_failed', 'the thread queue gave up delivering this run to a dispatcher', ['queued', 'running', 'cancelling']);
-  if (failed) return 'dispatch_failed';
+  if (failed) {
+    await auditSystem(core, { tenant: found.tenant, action: 'run.failed_by_repair', target: `run:${runId}`, detail: { reason: 'dispatch_failed', threadId: found.threadId } });
+    return 'dispatch_failed';
+  }
   const settled = await core.store.runs.get(runId);
   if (settled?.closingEvents) await core.ledger.completeSettle(settled);
   return 'settled';

@@ -2,6 +2,7 @@ import type { AskClosing } from './answers.js';
 import type { Core } from './deps.js';
 import type { Run } from './model.js';
 import { earliestExpiry } from './outcome.js';
+import { auditSystem } from './audit/write.js';
 
 /**
  * The ask timer fired for a waiting run: once its earliest `expiresAt` has passed the set can no
@@ -23,5 +24,7 @@ export async function expireOpenAsks(core: Core, run: Run): Promise<void> {
   for (const ask of Object.values(run.asks ?? {})) if (ask.state === 'open') closing[ask.id] = { state: 'expired' };
   if (Object.keys(closing).length === 0) return;
   const closed = await core.ledger.closeAsks(run.runId, closing);
-  if (closed) core.life.expired?.(closed, Object.keys(closing));
+  if (!closed) return;
+  core.life.expired?.(closed, Object.keys(closing));
+  await auditSystem(core, { tenant: run.tenant, action: 'ask.expired', target: `run:${run.runId}`, detail: { asks: Object.keys(closing), threadId: run.threadId } });
 }

@@ -17,6 +17,10 @@ import { startRun, type StartedRun, type StartRunRequest } from './start-run.js'
 import { setTenantBudget, tenantView, usagePage, usageRange, usageRecords, usageReport, type UsageGroup, type UsageRange } from './metering.js';
 import type { Budget } from './model.js';
 import { threadView } from './thread-view.js';
+import { exportAudit } from './audit/export.js';
+import type { AuditEntry, AuditQuery } from './audit/record.js';
+import { sealAudit, type AuditSeal } from './audit/seal.js';
+import { writeAudit } from './audit/write.js';
 
 export interface GatewayOptions {
   /** The A2A use cases' push sender (without one, no push notifications) and settings. */
@@ -95,6 +99,19 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
     },
     /** Agents that dial out: the links' handshake and frames, their timers, and the registry of providers. */
     link: createLink(core),
+    /** The audit log (core/audit): records written with each act, sealed into signed segments, listed and exported. */
+    audit: {
+      write: (entry: AuditEntry) => writeAudit(core, entry),
+      list: (query: AuditQuery) => core.store.audit.list(query),
+      /** Seals what is not sealed yet, with the gateway's key or the one given (read late: a secret); 0 where no key seals. */
+      seal: (seal: AuditSeal | undefined = core.auditSeal) => (seal ? sealAudit({ log: core.store.audit, seal, clock: core.clock }) : Promise.resolve(0)),
+      /** The public key segments are signed with (what the verifier is given), if any. */
+      publicKey: core.auditSeal?.publicKey,
+      head: () => core.store.audit.lastSegment(),
+      /** The gateway's clock: a listing's default range ends now. */
+      now: () => core.clock.now(),
+      export: () => exportAudit(core.store.audit, { publicKey: core.auditSeal?.publicKey, exportedAt: new Date(core.clock.now()).toISOString() }, core.clock.now()),
+    },
     /** Metering: what runs used, by tenant, agent, day and model, and the tenants' budgets. */
     usage: {
       /** A caller's range, checked; by default the current UTC month. */

@@ -1,3 +1,4 @@
+import { auditSystem } from './audit/write.js';
 import type { Core } from './deps.js';
 import { RunFailure } from './errors.js';
 import { isTerminal, type RunLease } from './model.js';
@@ -173,6 +174,7 @@ async function settleLapsed(core: Core, lease: RunLease): Promise<{ failed: bool
   if (!isTerminal(run.status)) {
     if (!(await core.ledger.abandon(run, 'dispatch_lost', 'the dispatcher running this run was lost (its lease lapsed)'))) return done;
     done.failed = true;
+    await auditSystem(core, { tenant: run.tenant, action: 'run.failed_by_sweep', target: `run:${run.runId}`, detail: { reason: 'dispatch_lost', threadId: run.threadId } });
   }
   const receipt = lease.receipt ?? run.receipt;
   if (receipt !== undefined) {

@@ -329,6 +329,8 @@ export interface Tenant {
 export interface Principal {
   id: string;
   tenant: string;
+  /** Which credential it showed (an id derived from it, never the credential): what its audit records name. */
+  credentialId?: string;
 }
 
 export const ANONYMOUS: Principal = { id: 'anonymous', tenant: 'anonymous' };

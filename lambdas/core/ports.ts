@@ -6,6 +6,8 @@ export type {
   AgentRegistry,
   ArrivalNotes,
   AskChanges,
+  AuditLog,
+  SealedSegment,
   EventLog,
   MessageClaims,
   PrincipalKeys,

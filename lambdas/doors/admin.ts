@@ -8,6 +8,9 @@ import { describeIssue, readJson } from './input.js';
 import { adminPrincipalRoutes } from './principal-keys.js';
 import { adminUsageRoutes } from './usage.js';
 import { adminProviderRoutes } from './link/admin-providers.js';
+import { auditRequests, credentialIdOf, noteAudit } from './audit.js';
+import { adminAuditRoutes, lostAudit } from './audit-routes.js';
+import type { AuditActor, AuditEntry } from '../core/audit/record.js';
 
 export interface AdminOptions {
   /**
@@ -19,12 +22,22 @@ export interface AdminOptions {
   agents: AgentCatalog;
   /** Where callers reach the gateway: the `source` of exported usage events; else each request's origin. */
   publicUrl?: string;
+  /** An audit record the store did not take: logged whole (`audit_write_failed`). */
+  onAuditLost?: (entry: AuditEntry, error: unknown) => void;
 }
 
 /** The agent registry: create or replace, read (secrets masked), delete. */
 export function adminDoor(gateway: Gateway, options: AdminOptions) {
   const door = new Hono();
   if (options.token !== undefined) door.use('*', bearer(options.token));
+  // The admin is one actor: its records name the token by a digest of it (which token, after a rotation), never the token.
+  const credentialId = options.token === undefined ? undefined : credentialIdOf(options.token);
+  let actor: AuditActor = { kind: 'admin', principal: 'admin' };
+  door.use('*', async (_c, next) => {
+    if (credentialId) actor = { kind: 'admin', principal: 'admin', credentialId: await credentialId };
+    await next();
+  });
+  door.use('*', auditRequests({ write: gateway.audit.write, actorOf: () => actor, onLost: options.onAuditLost ?? ((entry, error) => console.error(lostAudit(entry, error).message)) }));
 
   const { agents } = options;
   door.get('/agents', async (c) => c.json({ agents: (await gateway.listAgents()).map((agent) => agents.view(agent)) }));
@@ -36,6 +49,7 @@ export function adminDoor(gateway: Gateway, options: AdminOptions) {
 
   door.put('/agents/:agentId', async (c) => {
     const agentId = c.req.param('agentId');
+    const note = noteAudit({ action: 'agent.changed', target: `agent:${agentId}`, tenant: null });
     if (!AGENT_ID.test(agentId)) {
       return errorResponse(c, 'invalid_input', `AgentDefinition.id: the path's agent id ${AGENT_ID_RULE}`);
     }
@@ -50,16 +64,22 @@ export function adminDoor(gateway: Gateway, options: AdminOptions) {
     }
     const parsed = agents.parse({ ...body.value, id: agentId });
     if (!parsed.ok) return errorResponse(c, 'invalid_input', describeIssue('AgentDefinition', parsed));
-    const existed = (await gateway.getAgent(agentId)) !== undefined;
+    const existing = await gateway.getAgent(agentId);
     await gateway.putAgent(parsed.agent);
-    return c.json(agents.view(parsed.agent), existed ? 200 : 201);
+    const after = agents.view(parsed.agent);
+    Object.assign(note, existing ? { before: agents.view(existing), after } : { action: 'agent.registered', after });
+    return c.json(after, existing ? 200 : 201);
   });
 
   adminProviderRoutes(door, gateway);
   adminPrincipalRoutes(door, gateway);
   adminUsageRoutes(door, gateway, (c) => (options.publicUrl ?? new URL(c.req.url).origin).replace(/\/+$/, ''));
+  adminAuditRoutes(door, gateway);
 
   door.delete('/agents/:agentId', async (c) => {
+    const note = noteAudit({ action: 'agent.deleted', target: `agent:${c.req.param('agentId')}`, tenant: null });
+    const existing = await gateway.getAgent(c.req.param('agentId'));
+    if (existing) note.before = agents.view(existing);
     const deleted = await gateway.deleteAgent(c.req.param('agentId'));
     return deleted.ok ? c.body(null, 204) : errorResponse(c, deleted.code, deleted.message);
   });

@@ -7,6 +7,8 @@ import { errorResponse } from './http-errors.js';
 import { describeIssue, readJson } from './input.js';
 import { SSE_HEADERS, sseStream, type SseOptions } from './sse.js';
 import { runHeaders } from './tracing.js';
+import { noteAudit, noteStarted } from './audit.js';
+import { addressedRunIdOf } from '../core/interjection.js';
 
 type Env = { Variables: { principal: Principal } };
 
@@ -18,14 +20,19 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
   const door = new Hono<Env>();
 
   door.post('/:agentId', async (c) => {
+    const note = noteAudit({ action: 'run.submitted', target: `agent:${c.req.param('agentId')}` });
     const body = await readJson(c);
     if (!body.ok) return errorResponse(c, 'invalid_input', body.message);
     const parsed = RunAgentInputSchema.safeParse(body.value);
     if (!parsed.success) return errorResponse(c, 'invalid_input', describeIssue('RunAgentInput', parsed.error));
+    // What it asks to be, until the record says what it became.
+    note.target = `run:${parsed.data.runId}`;
+    note.action = (parsed.data.resume?.length ?? 0) > 0 ? 'ask.answered' : addressedRunIdOf(parsed.data) ? 'run.interjected' : 'run.submitted';
     const context = contextOfHeaders(runHeaders(c));
     const started = await gateway.startAndFollow({ agentId: c.req.param('agentId'), input: parsed.data, door: 'agui', principal: c.get('principal'), ...(context ? { context } : {}) });
     if (!started.ok) return errorResponse(c, started.code, started.message, started.retryAfterSeconds);
     const { run, events } = started.value;
+    noteStarted(note, run, started.value.attached);
     return c.body(sseStream(events, sse), 200, {
       ...SSE_HEADERS,
       ...idHeader('X-Funduq-Thread-Id', run.threadId),
@@ -44,6 +51,7 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
   });
 
   door.post('/:agentId/runs/:runId/cancel', async (c) => {
+    const note = noteAudit({ action: 'run.cancel_requested', target: `run:${c.req.param('runId')}` });
     const run = await gateway.getRun(c.req.param('runId'), c.get('principal'));
     if (!run || run.agentId !== c.req.param('agentId')) return errorResponse(c, 'run_not_found', 'no such run');
     // A run on a thread bound to its head is cancelled with a signed `cancel` in the JSON body; any
@@ -52,6 +60,7 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
     const cancelled = await gateway.cancelRun(run.runId, c.get('principal'), proof);
     if (!cancelled.ok) return errorResponse(c, cancelled.code, cancelled.message);
     const { runId, status, cancelRequested } = cancelled.value;
+    note.detail = { status, cancelRequested: cancelRequested ?? false };
     return c.json({ runId, status, cancelRequested: cancelRequested ?? false }, 202);
   });
 

@@ -8,6 +8,9 @@ import { admission, inTurn, type AdmissionLimits } from './admission.js';
 import { isEnabled, rosterEntry } from './agent-definition.js';
 import { aguiDoor } from './agui.js';
 import { usageDoor } from './usage.js';
+import { auditRequests } from './audit.js';
+import { lostAudit, tenantAuditDoor } from './audit-routes.js';
+import type { AuditActor, AuditEntry } from '../core/audit/record.js';
 import { errorResponse } from './http-errors.js';
 import { jwksDoor, type PublishedKeys } from './jwks.js';
 import { openMode, type PrincipalResolver } from './principal.js';
@@ -32,6 +35,8 @@ export interface AppOptions {
   onError?: (error: unknown) => void;
   /** Traces each request (and the A2A methods) with this tracer; absent, nothing is traced. */
   tracing?: DoorTracer;
+  /** An audit record the store did not take: logged whole (`audit_write_failed`), by default through `onError`. */
+  onAuditLost?: (entry: AuditEntry, error: unknown) => void;
 }
 
 /** An agent's card, and where a client looks for one given an agent's URL without its "/". */
@@ -80,6 +85,7 @@ export function createApp(options: AppOptions) {
     c.set('principal', principal);
     await next();
   });
+  app.use('*', auditRequests({ write: gateway.audit.write, actorOf: principalActor, onLost: options.onAuditLost ?? ((entry, error) => options.onError?.(lostAudit(entry, error))) }));
 
   app.route('/agui', aguiDoor(gateway, sse));
   app.route('/a2a', a2aDoor(gateway, sse, { onError: options.onError, signsPushes: options.pushKeys !== undefined, tracing: options.tracing, ...options.a2a }));
@@ -90,6 +96,7 @@ export function createApp(options: AppOptions) {
   });
 
   app.route('/usage', usageDoor(gateway));
+  app.route('/audit', tenantAuditDoor(gateway));
 
   app.get('/agents', async (c) => {
     const agents = await gateway.listAgents();
@@ -105,3 +112,8 @@ export function createApp(options: AppOptions) {
 }
 
 export type App = ReturnType<typeof createApp>;
+
+function principalActor(c: { get(name: 'principal'): Principal | undefined }): AuditActor | undefined {
+  const principal = c.get('principal');
+  return principal && { kind: 'principal', principal: principal.id, ...(principal.credentialId ? { credentialId: principal.credentialId } : {}) };
+}

@@ -5,6 +5,7 @@ import type { UsageGroup } from '../core/metering.js';
 import type { Principal } from '../core/model.js';
 import { errorResponse } from './http-errors.js';
 import { describeIssue, readJson } from './input.js';
+import { noteAudit } from './audit.js';
 
 type Env = { Variables: { principal: Principal } };
 
@@ -116,11 +117,16 @@ export function adminUsageRoutes(door: Hono, gateway: Gateway, source: (c: Conte
   door.get('/tenants/:tenant', async (c) => c.json(await gateway.usage.tenant(c.req.param('tenant'))));
 
   door.put('/tenants/:tenant', async (c) => {
+    const tenant = c.req.param('tenant');
+    const note = noteAudit({ action: 'tenant.budget_changed', target: `tenant:${tenant}`, tenant });
     const body = await readJson(c);
     if (!body.ok) return errorResponse(c, 'invalid_input', body.message);
     const parsed = TenantSchema.safeParse(body.value);
     if (!parsed.success) return errorResponse(c, 'invalid_input', describeIssue('Tenant', parsed.error));
-    await gateway.usage.setBudget(c.req.param('tenant'), parsed.data.budget);
-    return c.json(await gateway.usage.tenant(c.req.param('tenant')));
+    note.before = (await gateway.usage.tenant(tenant)).budget ?? null;
+    await gateway.usage.setBudget(tenant, parsed.data.budget);
+    const view = await gateway.usage.tenant(tenant);
+    note.after = view.budget ?? null;
+    return c.json(view);
   });
 }

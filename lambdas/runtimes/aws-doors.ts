@@ -70,15 +70,18 @@ export function doorsApp(options: DoorsOptions) {
   // The link's key is read with the admin token, on the first request: the wiring waits for it.
   const build = async () => {
     const linked = await link?.();
-    const { gateway, pushKeys } = createWiring({ ...options, ...(linked ? { link: linked.deps, proofs: linked.proofs } : {}) }, { queue: interjectingQueue, timer: stepFunctionsAskTimer });
+    const { gateway, pushKeys } = createWiring({ ...options, ...(linked ? { link: linked.deps, proofs: linked.proofs, auditSeal: linked.seal } : {}) }, { queue: interjectingQueue, timer: stepFunctionsAskTimer });
     return createApp({
       gateway,
       principal: principalResolver(options.env),
-      admin: secretArn ? { token: await readSecret(secretArn), agents: agentCatalog(PROVIDER_KINDS) } : undefined,
+      admin: secretArn
+        ? { token: await readSecret(secretArn), agents: agentCatalog(PROVIDER_KINDS), onAuditLost: (entry, error) => logger.error('audit_write_failed: an audit record was not written; keep it from this line', { error: error as Error, record: entry }) }
+        : undefined,
       a2a: { publicUrl: options.env[ENV.publicUrl] },
       ...(pushKeys ? { pushKeys: async () => (await pushKeys()).published() } : {}),
       sse: { heartbeatMs: SSE_HEARTBEAT_MS, maxDurationMs: SSE_MAX_DURATION_MS },
       onError: (error) => logger.error('a door failed to answer', { error: error as Error }),
+      onAuditLost: (entry, error) => logger.error('audit_write_failed: an audit record was not written; keep it from this line', { error: error as Error, record: entry }),
       ...(options.tracing?.enabled ? { tracing: options.tracing } : {}),
     });
   };

@@ -6,6 +6,7 @@ import type { SFNClient } from '@aws-sdk/client-sfn';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context } from 'hono';
+import type { AuditSeal } from '../core/audit/seal.js';
 import { recordProjections } from '../core/a2a/task-state.js';
 import { createGateway, type Gateway } from '../core/gateway.js';
 import type { LinkDeps } from '../core/deps.js';
@@ -93,6 +94,8 @@ export interface WiringOptions {
   link?: LinkDeps;
   /** Actor chains checked and relayed with funduq's link key (`awsLink`); absent, a request with a chain is refused `invalid_chain`. */
   proofs?: ActorProofs;
+  /** funduq's identity key for sealing the audit log (the sweep's); absent, records are written and left to the sweep to seal. */
+  auditSeal?: AuditSeal;
   /** Traces runs' lives (and, at the doors, requests): `tracingOf(env)`; absent or disabled, nothing is traced. */
   tracing?: Tracing;
 }
@@ -137,6 +140,8 @@ export function createWiring(options: WiringOptions, ports: AwsPorts = {}): { ga
       ids,
       ...(options.link ? { link: options.link } : {}),
       ...(options.proofs ? { proofs: options.proofs } : {}),
+      ...(options.auditSeal ? { auditSeal: options.auditSeal } : {}),
+      auditLost: (entry, error) => logger.error('audit_write_failed: an audit record of funduq\'s own act was not written; keep it from this line', { error: error as Error, record: entry }),
       settings: {
         threadQueueLimit: settings.threadQueueLimit,
         tenantRunsPerMinute: settings.tenantRunsPerMinute,

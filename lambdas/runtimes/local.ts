@@ -31,6 +31,7 @@ import { readAgentsFile, unusableAgents } from './agents-file.js';
 import { createProviders, PROVIDER_KINDS } from './providers.js';
 import { localPushKeys } from './push-keys.js';
 import { localLink } from './link/local.js';
+import { lostAudit } from '../doors/audit-routes.js';
 import { LINK_PATH } from '../../packages/provider/src/wire.js';
 import type { Server } from 'node:http';
 import type { LinkSettings } from '../core/settings.js';
@@ -39,6 +40,8 @@ import { linkSettings, LOCAL_SETTINGS } from './settings.js';
 export type LocalStoreKind = 'sqlite' | 'dynamodb';
 
 export interface LocalSettings {
+  /** How often the audit log is sealed (default `AUDIT_SEAL_MS`, a minute). */
+  auditSealMs?: number;
   /** Where the record is kept (see `DATA_DIR_FILES`); undefined keeps it in memory (tests). */
   dataDir?: string;
   /** `sqlite` (the default), or `dynamodb`: the AWS adapter on dynalite, to see the AWS data model on one machine. */
@@ -154,6 +157,8 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
       ids,
       link: link.deps,
       proofs: link.proofs,
+      auditSeal: link.seal,
+      auditLost: (entry, error) => log(lostAudit(entry, error).message),
       turn: takeTurn,
       life: composeRunLife([...(settings.observers ?? []), ...telemetryObservers(settings.tracing)], (error, moment) => report(`an observer of runs (${moment})`)(error, '')),
       settings: {
@@ -195,7 +200,8 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
       turn: takeTurn,
     },
     principal: settings.apiKeys ? apiKeyResolver(settings.apiKeys) : openMode,
-    admin: { token: settings.adminToken, agents: agentCatalog(PROVIDER_KINDS) },
+    admin: { token: settings.adminToken, agents: agentCatalog(PROVIDER_KINDS), onAuditLost: (entry, error) => log(lostAudit(entry, error).message) },
+    onAuditLost: (entry, error) => log(lostAudit(entry, error).message),
     a2a: { publicUrl: settings.publicUrl },
     pushKeys: async () => pushKeys.published(),
     onError: (error) => report('request')(error, ''),
@@ -209,6 +215,8 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
   link.start(server as Server, gateway);
   queue.start((runId, delivery) => gateway.dispatchRun(runId, delivery));
   timer.start((runId) => gateway.expireAsks(runId));
+  // The audit log is sealed every minute (and at the end): a record stays pending at most that long.
+  const sealing = startSealing(gateway, settings.auditSealMs ?? AUDIT_SEAL_MS, report('sealing the audit log'));
 
   const { port } = server.address() as AddressInfo;
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
@@ -235,11 +243,29 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
     async close() {
       timer.stop();
       link.stop();
+      await sealing.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
       await opened.close();
+    },
+  };
+}
+
+/** How often the audit log is sealed on one machine. */
+export const AUDIT_SEAL_MS = 60_000;
+
+/** Seals the audit log every `everyMs`, one seal at a time; `stop` waits for the one under way and seals what is left. */
+function startSealing(gateway: Gateway, everyMs: number, report: (error: unknown, runId: string) => void) {
+  let sealing: Promise<unknown> = Promise.resolve();
+  const seal = () => (sealing = sealing.then(() => gateway.audit.seal()).catch((error: unknown) => report(error, '')));
+  const interval = setInterval(seal, everyMs);
+  interval.unref();
+  return {
+    async stop() {
+      clearInterval(interval);
+      await seal();
     },
   };
 }

@@ -421,7 +421,7 @@ describe('the sweep', () => {
     expect(only(synth({ arrivalSweepMinutes: 1 }).template, 'AWS::Events::Rule')[1].Properties.ScheduleExpression).toBe('rate(1 minute)');
   });
 
-  it('lets the sweep list the notes and the leases, read runs, give back places, reopen asks and arm their timers, fail a lapsed run, send to, release from and redeliver in the thread queue, and nothing else', () => {
+  it('lets the sweep list the notes and the leases, read runs, give back places, reopen asks and arm their timers, fail a lapsed run, send to, release from and redeliver in the thread queue, read the identity key it seals the audit log with, and nothing else', () => {
     const statements = statementsOf(template, 'sweep');
     const actions = actionsOf(template, 'sweep');
     expect([...new Set(actions.filter((a) => a.startsWith('dynamodb:')))].sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
@@ -442,7 +442,10 @@ describe('the sweep', () => {
     expect(redeliveries).toHaveLength(1);
     expect(redeliveries[0]).toContain('ThreadQueue');
     expect(redeliveries[0]).not.toContain('DeadLetters');
-    expect(actions.filter((a) => !/^(dynamodb|states|xray):/.test(a) && !['sqs:SendMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'].includes(a))).toEqual([]);
+    // The audit log's seal: funduq's identity key (the link key's secret), its value only.
+    const secrets = statements.filter((s) => JSON.stringify(s.Action).includes('secretsmanager:'));
+    expect(secrets.map((s) => [s.Action, JSON.stringify(s.Resource)])).toEqual([['secretsmanager:GetSecretValue', expect.stringContaining('LinkKeySecret')]]);
+    expect(actions.filter((a) => !/^(dynamodb|states|xray):/.test(a) && !['sqs:SendMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'secretsmanager:GetSecretValue'].includes(a))).toEqual([]);
   });
 });
 

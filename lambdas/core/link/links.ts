@@ -67,9 +67,12 @@ export async function admitLink(core: LinkCore, proof: LinkProof, connectionId: 
 }
 
 /** A link closed: its unanswered offers go elsewhere, and its runs wait the grace window for the provider to resume them. */
-export async function linkClosed(core: LinkCore, connectionId: string): Promise<void> {
+/** Returns the provider whose link it was, or undefined when the roster had it no more (closed before). */
+export async function linkClosed(core: LinkCore, connectionId: string): Promise<string | undefined> {
   const connection = await core.link.roster.leave(connectionId);
-  if (connection) await departed(core, connection);
+  if (!connection) return undefined;
+  await departed(core, connection);
+  return connection.providerId;
 }
 
 async function departed(core: LinkCore, connection: LinkConnection): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Agent, Arrival, AskState, Budget, LinkProvider, MessageClaim, PushConfig, Run, RunLease, RunLink, RunStatus, Spend, StoredEvent, Tenant, Thread, ThreadRef } from '../model.js';
+import type { AuditQuery, AuditRecord } from '../audit/record.js';
 import type { UsageRecord } from '../usage.js';
 
 /**
@@ -23,6 +24,7 @@ export interface RunStore {
   readonly providers: ProviderRegistry;
   readonly principals: PrincipalKeys;
   readonly leases: RunLeases;
+  readonly audit: AuditLog;
 }
 
 /** The parts' names, every one (the compiler checks), for what wraps every call of a store (turns on one machine, tests' counts). */
@@ -40,6 +42,7 @@ export const RECORD_PARTS = Object.keys({
   providers: true,
   principals: true,
   leases: true,
+  audit: true,
 } satisfies Record<keyof RunStore, true>) as (keyof RunStore)[];
 
 /** The store with each of its parts as `wrap` makes it; anything else of the store stays as it is. */
@@ -47,6 +50,45 @@ export function mapParts<S extends RunStore>(store: S, wrap: <P extends keyof Ru
   const parts: Partial<Record<keyof RunStore, unknown>> = {};
   for (const name of RECORD_PARTS) parts[name] = wrap(name, store[name]);
   return Object.assign(Object.create(store) as S, parts);
+}
+
+/** A segment of the audit log as stored: its compact JWS (whose payload is `AuditSegment`), its hash, and what the sealer and the export read of it. */
+export interface SealedSegment {
+  seq: number;
+  jws: string;
+  /** SHA-256 (hex) of `jws`: what the next segment names. */
+  hash: string;
+  ids: string[];
+  from: string;
+  to: string;
+}
+
+/**
+ * The audit log (core/audit): records written once and never changed, and the segments that seal
+ * them. One sealer at a time extends the chain: a segment is written only if its seq is new.
+ */
+export interface AuditLog {
+  /** Writes a record (its id is new: a repeat of the same id changes nothing). */
+  append(record: AuditRecord): Promise<void>;
+  /** Records matching the query, oldest first, at most `limit`; `cursor` continues a listing. */
+  list(query: AuditQuery): Promise<{ records: AuditRecord[]; cursor?: string }>;
+  /**
+   * The records no segment sealed yet, oldest first, at most `limit`, of those written in
+   * [`since`, `until`) (ISO): a store whose listings are read from an index (DynamoDB) need not read the
+   * sealed ones of a whole day each time.
+   */
+  unsealed(limit: number, since: string, until: string): Promise<AuditRecord[]>;
+  /** The records of these ids the log holds, in any order. */
+  get(ids: readonly string[]): Promise<AuditRecord[]>;
+  /** The chain's last segment; may lag one behind where the store lists from an index (a sealer that finds its seq taken reads that one by `segment`). */
+  lastSegment(): Promise<SealedSegment | undefined>;
+  segment(seq: number): Promise<SealedSegment | undefined>;
+  /** Segments from `fromSeq` on, in order, at most `limit`. */
+  segments(fromSeq: number, limit: number): Promise<SealedSegment[]>;
+  /** Writes the segment unless one with its seq exists; false when one did. */
+  putSegment(segment: SealedSegment): Promise<boolean>;
+  /** Marks the records sealed by segment `seq` (a repeat, or an id already marked, changes nothing). */
+  markSealed(seq: number, ids: readonly string[]): Promise<void>;
 }
 
 /**

@@ -67,7 +67,16 @@ const A2A_ERRORS: Record<RefusalCode, (message: string, refusal: Refusal) => Err
 };
 
 export function a2aError(refusal: Refusal): Error {
-  return A2A_ERRORS[refusal.code](refusal.message, refusal);
+  // The refusal's own code rides along, for the request's audit record (the wire carries the A2A error).
+  return Object.assign(A2A_ERRORS[refusal.code](refusal.message, refusal), { refusalCode: refusal.code });
+}
+
+/** The code an audit record names for a thrown A2A error: the refusal's, or the error's kind. */
+export function outcomeOf(error: unknown): string {
+  const code = (error as { refusalCode?: unknown } | undefined)?.refusalCode;
+  if (typeof code === 'string') return code;
+  const name = error instanceof Error ? error.name : 'Error';
+  return name.replace(/Error$/, '').replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase() || 'error';
 }
 
 /** How long a refused caller should wait, for a refusal that passes. */

@@ -20,7 +20,8 @@ import { PushNotificationNotSupportedError, RequestMalformedError, UnsupportedOp
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import type { PushConfig } from '../../core/model.js';
 import type { Caller, PushTarget, Tasks } from '../../core/a2a/tasks.js';
-import { orThrow } from './errors.js';
+import { orThrow, outcomeOf } from './errors.js';
+import { auditDone, noteAudit, noteStarted, type AuditNote } from '../audit.js';
 
 /**
  * TaskState values with a meaning as a ListTasks filter. Any other is no filter: 0 is proto3's
@@ -97,12 +98,17 @@ export class AgentRequestHandler implements A2ARequestHandler {
   }
 
   async cancelTask(params: CancelTaskRequest): Promise<Task> {
-    return orThrow(await this.tasks.cancelTask(this.caller, params.id, params.metadata?.cancel));
+    return audited({ action: 'run.cancel_requested', target: `task:${params.id}` }, async () => orThrow(await this.tasks.cancelTask(this.caller, params.id, params.metadata?.cancel)));
   }
 
   async createTaskPushNotificationConfig(params: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
-    this.requirePush();
-    return wireConfig(orThrow(await this.tasks.createPushConfig(this.caller, params.taskId, pushTarget(params))));
+    return audited({ action: 'push_config.created', target: `push_config:${params.taskId}/${params.id || '?'}` }, async (note) => {
+      this.requirePush();
+      const config = orThrow(await this.tasks.createPushConfig(this.caller, params.taskId, pushTarget(params)));
+      note.target = `push_config:${config.taskId}/${config.configId}`;
+      note.after = { url: config.url, ...(config.authentication ? { authentication: config.authentication.scheme } : {}) };
+      return wireConfig(config);
+    });
   }
 
   async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigRequest): Promise<TaskPushNotificationConfig> {
@@ -117,8 +123,10 @@ export class AgentRequestHandler implements A2ARequestHandler {
   }
 
   async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest): Promise<void> {
-    this.requirePush();
-    orThrow(await this.tasks.deletePushConfig(this.caller, params.taskId, params.id));
+    return audited({ action: 'push_config.deleted', target: `push_config:${params.taskId}/${params.id}` }, async () => {
+      this.requirePush();
+      orThrow(await this.tasks.deletePushConfig(this.caller, params.taskId, params.id));
+    });
   }
 
   async *resubscribe(params: SubscribeToTaskRequest): AsyncGenerator<StreamResponse, void, undefined> {
@@ -126,20 +134,40 @@ export class AgentRequestHandler implements A2ARequestHandler {
   }
 
   private async send(params: SendMessageRequest) {
-    if (!params.message) throw new RequestMalformedError('message is required');
-    const inline = params.configuration?.taskPushNotificationConfig;
-    if (inline?.url && !this.tasks.pushes) throw new PushNotificationNotSupportedError();
-    const sent = await this.tasks.sendMessage({
-      ...this.caller,
-      message: params.message,
-      ...(params.metadata !== undefined ? { metadata: params.metadata } : {}),
-      ...(inline?.url ? { push: pushTarget(inline) } : {}),
+    const asked = params.message?.taskId ? { action: 'ask.answered' as const, target: `task:${params.message.taskId}` } : { action: 'run.submitted' as const, target: `agent:${this.caller.agentId}` };
+    return audited(asked, async (note) => {
+      if (!params.message) throw new RequestMalformedError('message is required');
+      const inline = params.configuration?.taskPushNotificationConfig;
+      if (inline?.url && !this.tasks.pushes) throw new PushNotificationNotSupportedError();
+      const sent = orThrow(
+        await this.tasks.sendMessage({
+          ...this.caller,
+          message: params.message,
+          ...(params.metadata !== undefined ? { metadata: params.metadata } : {}),
+          ...(inline?.url ? { push: pushTarget(inline) } : {}),
+        }),
+      );
+      noteStarted(note, sent.run, sent.repeated);
+      return sent;
     });
-    return orThrow(sent);
   }
 
   private requirePush(): void {
     if (!this.tasks.pushes) throw new PushNotificationNotSupportedError();
+  }
+}
+
+/** Notes the request's act for its audit record, and its refusal's code when it throws one (A2A answers refusals with 200). */
+async function audited<T>(asked: Pick<AuditNote, 'action' | 'target'>, act: (note: AuditNote) => Promise<T>): Promise<T> {
+  const note = noteAudit({ ...asked });
+  try {
+    const done = await act(note);
+    await auditDone(note);
+    return done;
+  } catch (error) {
+    note.outcome = outcomeOf(error);
+    await auditDone(note);
+    throw error;
   }
 }
 

@@ -5,6 +5,7 @@ import { AGENT_ID, AGENT_ID_RULE } from '../../core/model.js';
 import { LINK_PATH } from '../../../packages/provider/src/wire.js';
 import { errorResponse } from '../http-errors.js';
 import { describeIssue, readJson } from '../input.js';
+import { noteAudit } from '../audit.js';
 
 /** What a provider id may be: it is a path segment and part of the link's signed proof. */
 const PROVIDER_ID = /^[A-Za-z0-9_.-]{1,128}$/;
@@ -35,6 +36,7 @@ export function adminProviderRoutes(door: Hono, gateway: Gateway): void {
 
   door.put('/providers/:providerId', async (c) => {
     const providerId = c.req.param('providerId');
+    const note = noteAudit({ action: 'provider.changed', target: `provider:${providerId}`, tenant: null });
     if (!PROVIDER_ID.test(providerId)) {
       return errorResponse(c, 'invalid_input', 'ProviderRegistration.providerId: the path\'s provider id must be 1 to 128 letters, digits, ".", "_" or "-"');
     }
@@ -42,12 +44,16 @@ export function adminProviderRoutes(door: Hono, gateway: Gateway): void {
     if (!body.ok) return errorResponse(c, 'invalid_input', body.message);
     const parsed = ProviderRegistrationSchema.safeParse(body.value);
     if (!parsed.success) return errorResponse(c, 'invalid_input', describeIssue('ProviderRegistration', parsed.error));
+    const before = await gateway.link.providers.get(providerId);
     const put = await gateway.link.providers.put({ providerId, ...parsed.data });
     if (!put.ok) return errorResponse(c, put.code, put.message);
+    Object.assign(note, put.value.created ? { action: 'provider.registered' } : { before }, { after: put.value.provider });
     return c.json(put.value.provider, put.value.created ? 201 : 200);
   });
 
-  door.delete('/providers/:providerId', async (c) =>
-    (await gateway.link.providers.delete(c.req.param('providerId'))) ? c.body(null, 204) : errorResponse(c, 'not_found', `no provider "${c.req.param('providerId')}"`),
-  );
+  door.delete('/providers/:providerId', async (c) => {
+    const note = noteAudit({ action: 'provider.deleted', target: `provider:${c.req.param('providerId')}`, tenant: null });
+    note.before = await gateway.link.providers.get(c.req.param('providerId'));
+    return (await gateway.link.providers.delete(c.req.param('providerId'))) ? c.body(null, 204) : errorResponse(c, 'not_found', `no provider "${c.req.param('providerId')}"`);
+  });
 }

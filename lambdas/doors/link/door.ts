@@ -1,3 +1,4 @@
+import { lostAudit } from '../audit-routes.js';
 import type { Gateway } from '../../core/gateway.js';
 import type { LinkChannels } from '../../core/ports.js';
 import { FromProviderSchema, LinkProofSchema, messagesOf, PartSchema, readMessage, Reassembly, type Part } from '../../../packages/provider/src/wire.js';
@@ -57,6 +58,8 @@ export function linkDoor(gateway: Gateway, transport: LinkTransport, parts: Link
       const proof = readProof(header);
       if (typeof proof === 'string') return { ok: false as const, status: 401, code: 'link_proof_malformed', message: proof };
       const admitted = await gateway.link.admit(proof, connectionId);
+      // A provider that is registered is who the proof names, proven or not: who tried is recorded.
+      if (admitted.ok || admitted.code !== 'link_unknown_provider') await linkAudit(gateway, proof.providerId, 'link.opened', connectionId, admitted.ok ? 'ok' : admitted.code);
       if (!admitted.ok) return { ok: false as const, status: 401, code: admitted.code, message: admitted.message };
       return { ok: true as const, welcome: JSON.stringify(admitted.value.welcome) };
     },
@@ -70,9 +73,16 @@ export function linkDoor(gateway: Gateway, transport: LinkTransport, parts: Link
     },
     async closed(connectionId: string) {
       await parts.forget(connectionId);
-      await gateway.link.closed(connectionId);
+      const providerId = await gateway.link.closed(connectionId);
+      if (providerId !== undefined) await linkAudit(gateway, providerId, 'link.closed', connectionId, 'ok');
     },
   };
+}
+
+/** A link's audit record: the provider is the actor, the connection the target. A record not written is logged whole, as the doors' are. */
+async function linkAudit(gateway: Gateway, providerId: string, action: 'link.opened' | 'link.closed', connectionId: string, outcome: string): Promise<void> {
+  const entry = { actor: { kind: 'provider' as const, principal: providerId }, action, target: `link:${connectionId}`, outcome, detail: { providerId } };
+  await gateway.audit.write(entry).catch((error: unknown) => console.error(lostAudit(entry, error).message));
 }
 
 /** A message as the frame it carries: itself, or, for a `part`, the whole frame once its parts are in. */

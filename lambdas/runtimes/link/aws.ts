@@ -7,6 +7,8 @@ import { ApiGatewayLinkTransport } from '../../adapters/aws/link/api-gateway-tra
 import { DynamoLinkRoster } from '../../adapters/aws/link/roster.js';
 import { SqsLinkTimer } from '../../adapters/aws/link/sqs-timer.js';
 import { actorProofsFromSecret, linkKeysFromSecret } from '../../adapters/crypto/link-keys.js';
+import { auditSealFromSecret } from '../../adapters/crypto/audit-seal.js';
+import type { AuditSeal } from '../../core/audit/seal.js';
 import type { Gateway } from '../../core/gateway.js';
 import type { LinkDeps } from '../../core/deps.js';
 import type { ActorProofs, Clock, IdSource } from '../../core/ports.js';
@@ -27,6 +29,8 @@ export interface AwsLink {
   deps: LinkDeps;
   /** Actor chains' hops signed with the same key: verifying a chain adds no AWS request. */
   proofs: ActorProofs;
+  /** The audit log's seal with the same key (the doors publish its public half at `/admin/audit/key`). */
+  seal: AuditSeal;
   roster: DynamoLinkRoster;
   transport: ApiGatewayLinkTransport;
   timer: SqsLinkTimer;
@@ -54,6 +58,7 @@ export function awsLink(env: Environment, clients: Clients, clock: Pick<Clock, '
       return {
         deps: { roster, channels: linkChannels(transport, () => ids.newId()), timer, keys: linkKeysFromSecret(SecretString), holdUntilSettled: false },
         proofs: actorProofsFromSecret(SecretString),
+        seal: auditSealFromSecret(SecretString),
         roster,
         transport,
         timer,

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { actorProofsFromSecret, linkKeysFromSecret } from '../../adapters/crypto/link-keys.js';
+import { auditSealFromSecret } from '../../adapters/crypto/audit-seal.js';
 import { InProcessLinkRoster } from '../../adapters/local/link/roster.js';
 import { LocalLinkSockets } from '../../adapters/local/link/sockets.js';
 import { InProcessLinkTimer } from '../../adapters/local/link/timer.js';
@@ -45,6 +46,8 @@ export async function localLink(options: { dataDir?: string; clock: Clock; ids: 
     deps,
     /** Actor chains' hops signed with the same key. */
     proofs: actorProofsFromSecret(secret),
+    /** The audit log's segments too. */
+    seal: auditSealFromSecret(secret),
     start(server: Server, gateway: Gateway) {
       timer.start((job) => gateway.link.fire(job));
       sockets.start(server, linkDoor(gateway, sockets));

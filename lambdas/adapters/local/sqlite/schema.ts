@@ -143,6 +143,11 @@ const MIGRATIONS: readonly (string | ((db: Database.Database, projections: Recor
   'CREATE TABLE principals (tenant TEXT NOT NULL, principal TEXT NOT NULL, keys TEXT NOT NULL, PRIMARY KEY (tenant, principal)) WITHOUT ROWID;',
   // Dispatchers' leases on the runs they relay (`RunLease`), listed by their end.
   'CREATE TABLE leases (run_id TEXT PRIMARY KEY, until INTEGER NOT NULL, receipt TEXT) WITHOUT ROWID; CREATE INDEX leases_until ON leases (until);',
+  // The audit log: records by id (their time first), those not sealed yet apart, and the segments that seal them.
+  `CREATE TABLE audit_records (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL, segment INTEGER) WITHOUT ROWID;
+   CREATE INDEX audit_unsealed ON audit_records (id) WHERE segment IS NULL;
+   CREATE INDEX audit_tenant ON audit_records (tenant, id);
+   CREATE TABLE audit_segments (seq INTEGER PRIMARY KEY, body TEXT NOT NULL);`,
 ];
 
 /**
@@ -152,7 +157,7 @@ const MIGRATIONS: readonly (string | ((db: Database.Database, projections: Recor
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Every table of the record, for a look at the whole of it (`SqliteStore.census`). */
-export const TABLES = ['threads', 'runs', 'run_inputs', 'run_events', 'tenants', 'agents', 'push_configs', 'message_claims', 'usage_records', 'providers', 'places', 'tasks', 'arrivals', 'principals', 'leases'] as const;
+export const TABLES = ['threads', 'runs', 'run_inputs', 'run_events', 'tenants', 'agents', 'push_configs', 'message_claims', 'usage_records', 'providers', 'places', 'tasks', 'arrivals', 'principals', 'leases', 'audit_records', 'audit_segments'] as const;
 
 /** The file was written by a newer funduq: its schema version is past this code's. */
 export class SchemaTooNew extends Error {

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { RecordProjections, RunStore } from '../../../core/ports.js';
 import { JOURNAL_SIZE_LIMIT, SqliteCheckpointer } from '../sqlite-checkpointer.js';
 import { SqliteAgents } from './agents.js';
+import { SqliteAuditLog } from './audit.js';
 import { SqliteArrivals } from './arrivals.js';
 import { SqliteMessageClaims } from './claims.js';
 import { SqliteRunLeases } from './leases.js';
@@ -53,6 +54,7 @@ export class SqliteStore implements RunStore {
   readonly providers: SqliteProviders;
   readonly principals: SqlitePrincipals;
   readonly leases: SqliteRunLeases;
+  readonly audit: SqliteAuditLog;
   private readonly lock: Database.Database | undefined;
   private readonly checkpointer: SqliteCheckpointer | undefined;
   private readonly db: Database.Database;
@@ -91,6 +93,7 @@ export class SqliteStore implements RunStore {
     this.providers = new SqliteProviders(handle);
     this.principals = new SqlitePrincipals(handle);
     this.leases = new SqliteRunLeases(handle);
+    this.audit = new SqliteAuditLog(handle);
   }
 
   /** Ends the checkpoint thread, then closes the record (copying what is left of its log) and gives up the lock. */

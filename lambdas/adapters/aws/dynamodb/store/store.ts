@@ -2,6 +2,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { RecordProjections, RunStore } from '../../../../core/ports.js';
 import type { TableNames } from '../tables.js';
 import { DynamoAgents } from './agents.js';
+import { DynamoAuditLog } from './audit.js';
 import { DynamoArrivals } from './arrivals.js';
 import { DynamoMessageClaims } from './claims.js';
 import { DynamoRunLeases } from './leases.js';
@@ -44,6 +45,7 @@ export class DynamoStore implements RunStore {
   readonly providers: DynamoProviders;
   readonly principals: DynamoPrincipals;
   readonly leases: DynamoRunLeases;
+  readonly audit: DynamoAuditLog;
   /** What the store has sent, for the cost model. */
   readonly sent: StoreUsage;
 
@@ -63,6 +65,7 @@ export class DynamoStore implements RunStore {
     this.providers = new DynamoProviders(handle);
     this.principals = new DynamoPrincipals(handle);
     this.leases = new DynamoRunLeases(handle);
+    this.audit = new DynamoAuditLog(handle);
   }
 }
 

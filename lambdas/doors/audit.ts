@@ -1,0 +1,146 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { AuditAction, AuditActor, AuditEntry } from '../core/audit/record.js';
+import type { Principal, Run } from '../core/model.js';
+import { readActorChain } from '../../packages/provider/src/actor-chain.js';
+import { runHeaders } from './tracing.js';
+
+/**
+ * The audit records of requests (issue 27). A route that changes something notes what it is about
+ * to do (`noteAudit`: the action and its target) before it checks anything, and adds what it learns
+ * (the values before and after, the run an answer became); `auditRequests`, around every route,
+ * writes one record for each note once the response is made, with who asked (the principal and the
+ * credential it showed, or the admin), the request's id and trace id, and the outcome: `ok`, or the
+ * code the request was refused with. A read notes nothing and writes nothing.
+ */
+export interface AuditNote {
+  action: AuditAction;
+  target: string;
+  /** Whose record it is, when not the caller's own tenant (an admin change of a tenant's), or none (a gateway-wide change). */
+  tenant?: string | null;
+  /** Set by a route that knows better than the response's status (A2A answers refusals with 200). */
+  outcome?: string;
+  before?: unknown;
+  after?: unknown;
+  detail?: Record<string, unknown>;
+  /** The actor chain the request carried, verified: its head and presenter. */
+  chainHead?: string;
+  chainPresenter?: string;
+}
+
+/** A request's notes not written yet, and how to write one now. */
+interface Scope {
+  notes: AuditNote[];
+  write(note: AuditNote): Promise<void>;
+}
+
+const scopes = new AsyncLocalStorage<Scope>();
+
+/** Notes the current request's action (a no-op outside a request audited by `auditRequests`); returns the note to add to. */
+export function noteAudit(note: AuditNote): AuditNote {
+  scopes.getStore()?.notes.push(note);
+  return note;
+}
+
+/**
+ * Writes the note's record now, its outcome `ok` unless it says another: for an act decided well
+ * before its response ends (a blocking SendMessage answers when its task settles).
+ */
+export async function auditDone(note: AuditNote): Promise<void> {
+  const scope = scopes.getStore();
+  const at = scope?.notes.indexOf(note) ?? -1;
+  if (!scope || at < 0) return;
+  scope.notes.splice(at, 1);
+  await scope.write({ outcome: 'ok', ...note });
+}
+
+/** A run's start as its note says it: which kind of arrival it became, and the chain it carried (its head and presenter). */
+export function noteStarted(note: AuditNote, run: Run, attached: boolean): void {
+  note.target = `run:${run.runId}`;
+  note.action = run.parentRunId !== undefined ? 'ask.answered' : run.addressedRunId !== undefined ? 'run.interjected' : 'run.submitted';
+  note.detail = { threadId: run.threadId, agentId: run.agentId, ...(run.parentRunId ? { answers: run.parentRunId } : {}), ...(run.addressedRunId ? { addressed: run.addressedRunId } : {}), ...(attached ? { attached: true } : {}) };
+  if (run.actorChain) {
+    // Verified at admission; the last hop is funduq's own, the one before it the presenter's.
+    const hops = readActorChain(run.actorChain);
+    note.chainHead = hops[0].actorPublicKey;
+    if (hops.length >= 2) note.chainPresenter = hops[hops.length - 2].actorPublicKey;
+  }
+}
+
+/** An id for a credential, never the credential: the first 16 hex digits of its SHA-256. */
+export async function credentialIdOf(secret: string): Promise<string> {
+  const bytes = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(secret)));
+  return Array.from(bytes.subarray(0, 8), (byte) => byte.toString(16).padStart(2, '0')).join('');
+}
+
+export interface AuditRequestsOptions {
+  /** Writes a record (the gateway's `audit.write`). */
+  write(entry: AuditEntry): Promise<unknown>;
+  /** Who asked: a principal's actor, or the admin's. */
+  actorOf(c: Context): AuditActor | undefined;
+  /** A record that could not be written: logged with the record, for an operator to keep. */
+  onLost(entry: AuditEntry, error: unknown): void;
+}
+
+/** Records every note of the request once the response is made (a stream's, when its first event is ready). */
+export function auditRequests(options: AuditRequestsOptions): MiddlewareHandler {
+  return async (c, next) => {
+    const entryOf = (note: AuditNote, refusal: string | undefined): AuditEntry | undefined => {
+      const actor = options.actorOf(c);
+      if (!actor) return undefined;
+      const principal = (c.get('principal') as Principal | undefined)?.tenant;
+      const tenant = note.tenant === undefined ? principal : (note.tenant ?? undefined);
+      const requestId = requestIdOf(c);
+      const traceId = traceIdOf(c);
+      return {
+        ...(tenant !== undefined ? { tenant } : {}),
+        actor: { ...actor, ...(note.chainHead ? { chainHead: note.chainHead } : {}), ...(note.chainPresenter ? { chainPresenter: note.chainPresenter } : {}) },
+        action: note.action,
+        target: note.target,
+        outcome: note.outcome ?? refusal ?? 'ok',
+        ...(requestId ? { requestId } : {}),
+        ...(traceId ? { traceId } : {}),
+        ...(note.before !== undefined ? { before: note.before } : {}),
+        ...(note.after !== undefined ? { after: note.after } : {}),
+        ...(note.detail ? { detail: note.detail } : {}),
+      };
+    };
+    const write = async (note: AuditNote, refusal?: string) => {
+      const entry = entryOf(note, refusal);
+      if (entry) await options.write(entry).catch((error: unknown) => options.onLost(entry, error));
+    };
+    const scope: Scope = { notes: [], write };
+    await scopes.run(scope, () => next());
+    if (scope.notes.length === 0) return;
+    const refusal = scope.notes.some((note) => note.outcome === undefined) ? await refusalCode(c.res) : undefined;
+    for (const note of scope.notes.splice(0)) await write(note, refusal);
+  };
+}
+
+/** `undefined` for a success; else the error's code as the doors write it (`{ error: { code } }`), or the HTTP status. */
+async function refusalCode(response: Response): Promise<string | undefined> {
+  if (response.status < 400) return undefined;
+  try {
+    const body = (await response.clone().json()) as { error?: { code?: unknown; status?: unknown } };
+    const code = body.error?.code ?? body.error?.status;
+    if (typeof code === 'string') return code;
+  } catch {
+    // Not JSON: the status says it.
+  }
+  return `http_${response.status}`;
+}
+
+/** API Gateway's request id on AWS, else the caller's `X-Request-Id` (as it sent it, bounded). */
+function requestIdOf(c: Context): string | undefined {
+  const fromAws = (c.env as { event?: { requestContext?: { requestId?: unknown } } } | undefined)?.event?.requestContext?.requestId;
+  if (typeof fromAws === 'string') return fromAws;
+  const given = c.req.header('X-Request-Id')?.trim();
+  return given && given.length <= 200 ? given : undefined;
+}
+
+/** The trace the request is part of: its server span's (or the caller's) `traceparent`. */
+function traceIdOf(c: Context): string | undefined {
+  const traceparent = runHeaders(c)('traceparent');
+  const traceId = traceparent?.split('-')[1];
+  return traceId && /^[0-9a-f]{32}$/.test(traceId) ? traceId : undefined;
+}
