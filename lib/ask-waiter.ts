@@ -39,8 +39,8 @@ export class AskWaiter extends Construct {
       logRetention: props.logRetention,
       environment: props.environment,
     });
-    // It reads the run and closes its asks: one item of the runs table.
-    props.store.runs.grant(this.expirer.function, 'dynamodb:GetItem', 'dynamodb:UpdateItem');
+    // It reads the run and closes its asks (one item of the runs table), and writes the audit record of the expiry (a new item).
+    props.store.runs.grant(this.expirer.function, 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem');
 
     const hasExpiry = new sfn.Choice(this, 'Has an expiry?');
     const waitForExpiry = new sfn.Wait(this, 'Wait until the earliest expiresAt', {

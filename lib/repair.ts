@@ -67,7 +67,8 @@ export class Repair extends Construct {
     // the closing events and charges the tenant (UpdateItem), writes the usage record (PutItem),
     // and appends the closing events (run_events, PutItem); it sends a queued run's message, and
     // deletes a settled run's (DeleteMessage, by the receipt handle its dispatch recorded).
-    props.store.runs.grant(fn, 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem');
+    // It also reads the audit records the run's record holds the facts of (BatchGetItem) and writes those missing (PutItem).
+    props.store.runs.grant(fn, 'dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem');
     props.store.runEvents.grant(fn, 'dynamodb:PutItem');
     props.threadQueue.grantSend(fn);
     props.threadQueue.grantRelease(fn);

@@ -6,10 +6,11 @@ import { RUN_EVENTS_TABLE, RUNS_TABLE } from '../lambdas/adapters/aws/dynamodb/t
 
 /**
  * The calls the store adapter makes (`lambdas/adapters/aws/dynamodb/store/`), and nothing
- * more: no transactions, no batch reads, no stream reads (a stream's event source is granted on
- * its own). Scan serves the admin's agent deletion (are runs of it unsettled?).
+ * more: no transactions, no stream reads (a stream's event source is granted on its own). Scan
+ * serves the admin's agent deletion (are runs of it unsettled?), BatchGetItem the audit log's
+ * export (a segment's records by their keys).
  */
-const READS = ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan'];
+const READS = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:Scan'];
 const WRITES = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'];
 
 export interface StoreProps {

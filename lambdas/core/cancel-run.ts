@@ -14,28 +14,35 @@ import { cancelLinkRun } from './link/offers.js';
  * thread bound to its head is cancelled only with a signed `proof` (`checkCancel`), checked before
  * anything says whether the run is cancellable; the key that asked is recorded on the run.
  */
-export async function cancelRun(core: Core, runId: string, principal: Principal, proof?: unknown): Promise<Result<Run>> {
+export async function cancelRun(core: Core, runId: string, principal: Principal, proof?: unknown, requestId?: string): Promise<Result<Run>> {
   const run = await core.store.runs.getOf(principal.tenant, runId);
   if (!run) return refuse('run_not_found', `no run "${runId}"`);
   const by = await checkCancel(core, run, proof);
   if (!by.ok) return by;
-  return cancelRead(core, run, principal, by.value);
+  // Who asked, on the record with the cancel's write (its audit record is made from it).
+  const request: NonNullable<Run['cancelRequest']> = {
+    principal: principal.id,
+    ...(principal.credentialId ? { credentialId: principal.credentialId } : {}),
+    ...(requestId ? { requestId } : {}),
+    at: new Date(core.clock.now()).toISOString(),
+  };
+  return cancelRead(core, run, principal, by.value, request);
 }
 
-async function cancelRead(core: Core, run: Run, principal: Principal, by: string | undefined): Promise<Result<Run>> {
+async function cancelRead(core: Core, run: Run, principal: Principal, by: string | undefined, request: NonNullable<Run['cancelRequest']>): Promise<Result<Run>> {
   const { runId } = run;
   const again = async () => {
     const now = await core.store.runs.getOf(principal.tenant, runId);
-    return now ? cancelRead(core, now, principal, by) : refuse('run_not_found', `no run "${runId}"`);
+    return now ? cancelRead(core, now, principal, by, request) : refuse('run_not_found', `no run "${runId}"`);
   };
   // Each write below is conditional on the status read; one that lost a race reads again.
   switch (run.status) {
     case 'queued': {
-      const cancelled = await core.ledger.cancelQueued(run, by);
+      const cancelled = await core.ledger.cancelQueued(run, by, request);
       return cancelled ? ok(cancelled) : again();
     }
     case 'running': {
-      const cancelling = await core.ledger.requestCancel(runId, by);
+      const cancelling = await core.ledger.requestCancel(runId, by, request);
       if (!cancelling) return again();
       // A run of an agent that dials out has no dispatcher listening: its provider is told here.
       if (cancelling.link && core.link) await cancelLinkRun(core as LinkCore, cancelling);

@@ -72,7 +72,7 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
     /** A run whose thread-queue message was dead-lettered: failed `dispatch_failed`, its places given back. */
     failUndelivered: (runId: string) => failUndelivered(core, runId),
     /** `proof`: the cancel's signature (`{publicKey, timestamp, signature}`), needed for a run on a thread bound to its head. */
-    cancelRun: (runId: string, principal: Principal, proof?: unknown) => cancelRun(core, runId, principal, proof),
+    cancelRun: (runId: string, principal: Principal, proof?: unknown, requestId?: string) => cancelRun(core, runId, principal, proof, requestId),
     expireAsks: (runId: string) => expireAsks(core, runId),
     recover: () => recover(core),
     followRun: (runId: string, afterSeq: number, signal?: AbortSignal) => followRun(core, runId, afterSeq, signal),

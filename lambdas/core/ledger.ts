@@ -156,8 +156,8 @@ export class Ledger {
   }
 
   /** A cancel of a running run: it becomes `cancelling`, and its dispatcher (listening) asks the agent to stop. */
-  async requestCancel(runId: string, by?: string): Promise<Run | undefined> {
-    const run = await this.deps.store.runs.transition(runId, ['running'], { status: 'cancelling', cancelRequested: true, ...(by ? { cancelRequestedBy: by } : {}) });
+  async requestCancel(runId: string, by?: string, request?: Run['cancelRequest']): Promise<Run | undefined> {
+    const run = await this.deps.store.runs.transition(runId, ['running'], { status: 'cancelling', cancelRequested: true, ...(by ? { cancelRequestedBy: by } : {}), ...(request ? { cancelRequest: request } : {}) });
     if (run) {
       this.publish(run);
       this.deps.life.cancelRequested?.(run);
@@ -166,10 +166,10 @@ export class Ledger {
   }
 
   /** A cancel of a queued run: it ends at once, never reaching its agent, with a log that says so. */
-  async cancelQueued(run: Run, by?: string): Promise<Run | undefined> {
+  async cancelQueued(run: Run, by?: string, request?: Run['cancelRequest']): Promise<Run | undefined> {
     const end = cancelledEnd(undefined, run, 'cancelled_while_queued');
     // The transition makes this the run's only writer: its dispatcher will skip it.
-    return this.finish(run, { ...end, cancelRequested: true, ...(by ? { cancelRequestedBy: by } : {}) }, { events: 0, bytes: 0 }, end.closingEvents, ['queued']);
+    return this.finish(run, { ...end, cancelRequested: true, ...(by ? { cancelRequestedBy: by } : {}), ...(request ? { cancelRequest: request } : {}) }, { events: 0, bytes: 0 }, end.closingEvents, ['queued']);
   }
 
   /**
@@ -230,7 +230,7 @@ export class Ledger {
   /** Writes the end of a run once (by default from running or cancelling) and lets the thread move on. */
   private async finish(
     run: Run,
-    given: RunEnd & { cancelRequested?: boolean },
+    given: RunEnd & Pick<Run, 'cancelRequested' | 'cancelRequestedBy' | 'cancelRequest'>,
     stored: { events: number; bytes: number },
     givenClosing: AgUiEventRecord[],
     from: Run['status'][] = ['running', 'cancelling'],
@@ -238,8 +238,8 @@ export class Ledger {
     // An end that does not fit beside the run's input in its record (an agent's interrupts of
     // hundreds of KB) fails the run instead: the record keeps every run's end whole, or says why not.
     const tooLarge = !fitsBesideInput(run, { asks: given.asks });
-    const end: RunEnd & { cancelRequested?: boolean } = tooLarge
-      ? { ...failedEnd('provider_event_too_large', 'the run ended with asks larger than its record keeps beside its input'), cancelRequested: given.cancelRequested }
+    const end: RunEnd & Pick<Run, 'cancelRequested' | 'cancelRequestedBy' | 'cancelRequest'> = tooLarge
+      ? { ...failedEnd('provider_event_too_large', 'the run ended with asks larger than its record keeps beside its input'), cancelRequested: given.cancelRequested, cancelRequestedBy: given.cancelRequestedBy, cancelRequest: given.cancelRequest }
       : given;
     let closing = tooLarge ? end.closingEvents : givenClosing;
     // The tokens the agent reported on its terminal event are counted whatever the record keeps of
@@ -265,6 +265,9 @@ export class Ledger {
     if (end.message !== undefined) patch.message = end.message;
     if (end.asks !== undefined) patch.asks = end.asks;
     if (end.cancelRequested) patch.cancelRequested = true;
+    // A queued run's cancel: who asked is on the record, as for a running run's.
+    if (end.cancelRequestedBy !== undefined) patch.cancelRequestedBy = end.cancelRequestedBy;
+    if (end.cancelRequest !== undefined) patch.cancelRequest = end.cancelRequest;
     if (end.droppedEvents) patch.droppedEvents = end.droppedEvents;
     // Held even when none is left to store: a record holding closing events is one whose settle is
     // under way, and a repair (or a restart) completes it should its writer stop before it does.

@@ -89,8 +89,15 @@ export interface Run {
   asksReopened?: number;
   /** The actor chain as funduq relayed it: the caller's hops and funduq's own (`forwardedProps.funduq.actorChain`). */
   actorChain?: string[];
+  /** That chain's head and presenter (Ed25519 keys), as verified at admission: whom its audit record names. */
+  actors?: { head: string; presenter: string };
   /** Whose signed cancel this run was asked to stop by (a key), on a thread bound to its head. */
   cancelRequestedBy?: string;
+  /** The cancel that changed this run (queued to cancelled, or running to cancelling): who asked, when, by which request (its audit record is made from it). */
+  cancelRequest?: { principal: string; credentialId?: string; requestId?: string; at: string };
+  /** The request that submitted it, and the credential its caller showed (an id of it): what its audit record names. */
+  requestId?: string;
+  credentialId?: string;
   /** The thread-queue delivery its dispatch holds (SQS: the message's receipt handle), let go by a repair once the run settled. */
   receipt?: string;
   /**

@@ -1,5 +1,6 @@
 import { taskEntryOf } from './a2a/task-state.js';
 import type { AskClosing } from './answers.js';
+import { cancelAudit, submissionAudit } from './audit/acts.js';
 import type { Core } from './deps.js';
 import type { Arrival } from './model.js';
 
@@ -18,6 +19,13 @@ export type RepairResult = 'enqueued' | 'settle_completed' | 'released' | 'nothi
 export async function repairRun(core: Core, runId: string): Promise<RepairResult> {
   const run = await core.store.runs.get(runId);
   if (!run) return 'nothing';
+  // The audit records the run's record holds the facts of, in case their writer died after the
+  // run's write (a store with no transaction writes them right after it): its submission once it
+  // is recorded, the cancel that changed it. Their ids make a second write nothing.
+  // Read first: a read costs a fifth of a refused write, and most are found.
+  const audits = [submissionAudit(run), ...(run.cancelRequest ? [cancelAudit(run)!] : [])];
+  const found = new Set((await core.store.audit.get(audits.map((record) => record.id))).map((record) => record.id));
+  for (const record of audits) if (!found.has(record.id)) await core.store.audit.append(record);
   if (run.status === 'queued') {
     // An interjection may wait queued for its sweep: its task is listed meanwhile.
     await core.store.tasks.reindex(taskEntryOf(run));

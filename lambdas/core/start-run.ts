@@ -21,6 +21,8 @@ export interface StartRunRequest {
   principal: Principal;
   /** The request's actor chain, verified and relayed (set by `startLanded`). */
   actors?: Actors;
+  /** The door's id of the request (API Gateway's, or the caller's `X-Request-Id`): its run's audit record names it. */
+  requestId?: string;
   /** What the run carries from its door to its settle (`Run.context`), within `run-context.ts`'s limits. */
   context?: RunContext;
 }
@@ -308,8 +310,13 @@ function draftRun(core: Core, request: StartRunRequest & { tenantPlace?: boolean
   if (lineage.parentRunId !== undefined) run.parentRunId = lineage.parentRunId;
   if (lineage.addressedRunId !== undefined) run.addressedRunId = lineage.addressedRunId;
   if (request.tenantPlace) run.tenantPlace = true;
-  if (request.actors) run.actorChain = request.actors.relayed;
+  if (request.actors) {
+    run.actorChain = request.actors.relayed;
+    run.actors = { head: request.actors.head, presenter: request.actors.presenter };
+  }
   if (request.context) run.context = request.context;
+  if (request.requestId) run.requestId = request.requestId;
+  if (request.principal.credentialId) run.credentialId = request.principal.credentialId;
   return run;
 }
 

@@ -7,7 +7,7 @@ import { errorResponse } from './http-errors.js';
 import { describeIssue, readJson } from './input.js';
 import { SSE_HEADERS, sseStream, type SseOptions } from './sse.js';
 import { runHeaders } from './tracing.js';
-import { noteAudit, noteStarted } from './audit.js';
+import { noteAudit, noteCancelled, noteStarted, requestIdOf } from './audit.js';
 import { addressedRunIdOf } from '../core/interjection.js';
 
 type Env = { Variables: { principal: Principal } };
@@ -29,10 +29,10 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
     note.target = `run:${parsed.data.runId}`;
     note.action = (parsed.data.resume?.length ?? 0) > 0 ? 'ask.answered' : addressedRunIdOf(parsed.data) ? 'run.interjected' : 'run.submitted';
     const context = contextOfHeaders(runHeaders(c));
-    const started = await gateway.startAndFollow({ agentId: c.req.param('agentId'), input: parsed.data, door: 'agui', principal: c.get('principal'), ...(context ? { context } : {}) });
+    const started = await gateway.startAndFollow({ agentId: c.req.param('agentId'), input: parsed.data, door: 'agui', principal: c.get('principal'), requestId: requestIdOf(c), ...(context ? { context } : {}) });
     if (!started.ok) return errorResponse(c, started.code, started.message, started.retryAfterSeconds);
     const { run, events } = started.value;
-    noteStarted(note, run, started.value.attached);
+    noteStarted(note, run);
     return c.body(sseStream(events, sse), 200, {
       ...SSE_HEADERS,
       ...idHeader('X-Funduq-Thread-Id', run.threadId),
@@ -57,10 +57,10 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
     // A run on a thread bound to its head is cancelled with a signed `cancel` in the JSON body; any
     // other body is none (a cancel of a run on an open thread needs no body, as before).
     const proof: unknown = await c.req.json().then((body: { cancel?: unknown } | null) => body?.cancel, () => undefined);
-    const cancelled = await gateway.cancelRun(run.runId, c.get('principal'), proof);
+    const cancelled = await gateway.cancelRun(run.runId, c.get('principal'), proof, requestIdOf(c));
     if (!cancelled.ok) return errorResponse(c, cancelled.code, cancelled.message);
+    noteCancelled(note, cancelled.value, requestIdOf(c));
     const { runId, status, cancelRequested } = cancelled.value;
-    note.detail = { status, cancelRequested: cancelRequested ?? false };
     return c.json({ runId, status, cancelRequested: cancelRequested ?? false }, 202);
   });
 

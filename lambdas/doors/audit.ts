@@ -2,7 +2,6 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { AuditAction, AuditActor, AuditEntry } from '../core/audit/record.js';
 import type { Principal, Run } from '../core/model.js';
-import { readActorChain } from '../../packages/provider/src/actor-chain.js';
 import { runHeaders } from './tracing.js';
 
 /**
@@ -26,6 +25,8 @@ export interface AuditNote {
   /** The actor chain the request carried, verified: its head and presenter. */
   chainHead?: string;
   chainPresenter?: string;
+  /** Written already, with the act itself (a run's submission, the cancel that changed a run: `core/audit/acts.ts`). */
+  recorded?: boolean;
 }
 
 /** A request's notes not written yet, and how to write one now. */
@@ -51,20 +52,36 @@ export async function auditDone(note: AuditNote): Promise<void> {
   const at = scope?.notes.indexOf(note) ?? -1;
   if (!scope || at < 0) return;
   scope.notes.splice(at, 1);
-  await scope.write({ outcome: 'ok', ...note });
+  if (!note.recorded) await scope.write({ outcome: 'ok', ...note });
 }
 
-/** A run's start as its note says it: which kind of arrival it became, and the chain it carried (its head and presenter). */
-export function noteStarted(note: AuditNote, run: Run, attached: boolean): void {
+/**
+ * A run started (or, for a repeat of its request, found): its record was written with the run's
+ * (`core/audit/acts.ts`), so the request's note writes nothing more.
+ */
+export function noteStarted(note: AuditNote, run: Run): void {
   note.target = `run:${run.runId}`;
-  note.action = run.parentRunId !== undefined ? 'ask.answered' : run.addressedRunId !== undefined ? 'run.interjected' : 'run.submitted';
-  note.detail = { threadId: run.threadId, agentId: run.agentId, ...(run.parentRunId ? { answers: run.parentRunId } : {}), ...(run.addressedRunId ? { addressed: run.addressedRunId } : {}), ...(attached ? { attached: true } : {}) };
-  if (run.actorChain) {
-    // Verified at admission; the last hop is funduq's own, the one before it the presenter's.
-    const hops = readActorChain(run.actorChain);
-    note.chainHead = hops[0].actorPublicKey;
-    if (hops.length >= 2) note.chainPresenter = hops[hops.length - 2].actorPublicKey;
+  note.recorded = true;
+}
+
+/** A cancel that changed the run (this request's, by its id) was recorded with the run's write; any other is the note's to record. */
+export function noteCancelled(note: AuditNote, run: Run, requestId: string): void {
+  if (run.cancelRequest?.requestId === requestId) note.recorded = true;
+  else note.detail = { status: run.status };
+}
+
+const requestIds = new WeakMap<object, string>();
+
+/** The request's id: API Gateway's on AWS, else the caller's `X-Request-Id` (bounded), else one made for it. */
+export function requestIdOf(c: Context): string {
+  let id = requestIds.get(c.req.raw);
+  if (id === undefined) {
+    const fromAws = (c.env as { event?: { requestContext?: { requestId?: unknown } } } | undefined)?.event?.requestContext?.requestId;
+    const given = c.req.header('X-Request-Id')?.trim();
+    id = typeof fromAws === 'string' ? fromAws : given && given.length <= 200 ? given : crypto.randomUUID();
+    requestIds.set(c.req.raw, id);
   }
+  return id;
 }
 
 /** An id for a credential, never the credential: the first 16 hex digits of its SHA-256. */
@@ -111,9 +128,10 @@ export function auditRequests(options: AuditRequestsOptions): MiddlewareHandler 
     };
     const scope: Scope = { notes: [], write };
     await scopes.run(scope, () => next());
-    if (scope.notes.length === 0) return;
-    const refusal = scope.notes.some((note) => note.outcome === undefined) ? await refusalCode(c.res) : undefined;
-    for (const note of scope.notes.splice(0)) await write(note, refusal);
+    const notes = scope.notes.splice(0).filter((note) => !note.recorded);
+    if (notes.length === 0) return;
+    const refusal = notes.some((note) => note.outcome === undefined) ? await refusalCode(c.res) : undefined;
+    for (const note of notes) await write(note, refusal);
   };
 }
 
@@ -128,14 +146,6 @@ async function refusalCode(response: Response): Promise<string | undefined> {
     // Not JSON: the status says it.
   }
   return `http_${response.status}`;
-}
-
-/** API Gateway's request id on AWS, else the caller's `X-Request-Id` (as it sent it, bounded). */
-function requestIdOf(c: Context): string | undefined {
-  const fromAws = (c.env as { event?: { requestContext?: { requestId?: unknown } } } | undefined)?.event?.requestContext?.requestId;
-  if (typeof fromAws === 'string') return fromAws;
-  const given = c.req.header('X-Request-Id')?.trim();
-  return given && given.length <= 200 ? given : undefined;
 }
 
 /** The trace the request is part of: its server span's (or the caller's) `traceparent`. */

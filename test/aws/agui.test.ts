@@ -6,6 +6,10 @@ import { useAwsBox, type AwsBox } from '../support/aws-box/box.js';
 import { eventually } from '../support/core-harness.js';
 import { readSse, readSseUntil } from '../support/gateway.js';
 import { startHeldAgent, type HeldAgent } from '../support/held-agent.js';
+import { auditPublicKey, verifierDeps, sha256Hex } from '../../lambdas/adapters/crypto/audit-seal.js';
+import { readExportLine } from '../../lambdas/core/audit/lines.js';
+import type { AuditRecord } from '../../lambdas/core/audit/record.js';
+import { verifyExport } from '../../lambdas/core/audit/verify.js';
 
 /**
  * The AG-UI door on the deployed shape: every request goes through API Gateway (built from the
@@ -296,5 +300,45 @@ describe('an ask on AWS, as its clock passes', { timeout: 90_000 }, () => {
     const late = await post(box, 'demo', runInput(threadId, '', { messages: [], resume: [{ interruptId, status: 'resolved', payload: {} }] }));
     expect(late.status).toBe(410);
     expect(await late.json()).toMatchObject({ error: { code: 'interrupt_expired' } });
+  });
+});
+
+describe('the audit log on AWS', { timeout: 90_000 }, () => {
+  it("records a run, an answer and a cancel at the deployed doors, is sealed by the sweep with funduq's key, and its export verifies", async () => {
+    const { box } = aws;
+    const threadId = `t-${randomUUID()}`;
+    const asking = runInput(threadId, '/ask');
+    const finished = (await readSse(await post(box, 'demo', asking))).events.at(-1)!.data as { outcome: { interrupts: Array<{ id: string }> } };
+    const answer = runInput(threadId, '', { messages: [], resume: [{ interruptId: finished.outcome.interrupts[0].id, status: 'resolved', payload: { approved: true } }] });
+    await readSse(await post(box, 'demo', answer));
+    const { id, agent } = await heldAgent(box);
+    const heldThread = `t-${randomUUID()}`;
+    const running = runInput(heldThread, 'long');
+    const queued = runInput(heldThread, 'waiting');
+    const streams = [post(box, id, running)];
+    await eventually(() => expect(agent.received).toHaveLength(1), 20_000);
+    streams.push(post(box, id, queued));
+    await eventually(async () => expect((await thread(box, heldThread)).queue).toHaveLength(1), 20_000);
+    expect((await box.request('POST', `/agui/${id}/runs/${queued.runId}/cancel`)).status).toBe(202);
+    agent.release();
+    await Promise.all(streams.map(async (response) => readSse(await response)));
+
+    const listed = async (target: string) => ((await (await box.admin('GET', `audit?target=${encodeURIComponent(target)}`)).json()) as { records: AuditRecord[] }).records;
+    expect(await listed(`run:${asking.runId}`)).toEqual([expect.objectContaining({ action: 'run.submitted', outcome: 'ok', actor: expect.objectContaining({ kind: 'principal' }), requestId: expect.any(String) })]);
+    expect(await listed(`run:${answer.runId}`)).toEqual([expect.objectContaining({ action: 'ask.answered', outcome: 'ok', detail: expect.objectContaining({ answers: asking.runId }) })]);
+    expect((await listed(`run:${queued.runId}`)).map((r) => r.action)).toEqual(['run.submitted', 'run.cancel_requested']);
+    const agentChange = ((await (await box.admin('GET', `audit?target=agent:${id}`)).json()) as { records: AuditRecord[] }).records;
+    expect(agentChange).toEqual([expect.objectContaining({ action: 'agent.registered', actor: expect.objectContaining({ kind: 'admin', credentialId: expect.stringMatching(/^[0-9a-f]{16}$/) }) })]);
+
+    // The sweep seals with the identity key it reads from the link key's secret (under its role's IAM).
+    expect(await box.lambda.invoke('sweep', { olderThanSeconds: 21 * 60 })).toMatchObject({ ok: true });
+    const key = auditPublicKey(JSON.stringify(await (await box.admin('GET', 'audit/key')).json()))!;
+    const exported = (await (await box.admin('GET', 'audit/export')).text()).trim().split('\n');
+    const verification = await verifyExport(exported.map((line) => readExportLine(line, sha256Hex)), verifierDeps(key));
+    expect(verification.problems).toEqual([]);
+    const sealed = exported.map((line) => JSON.parse(line) as { segment?: number; record?: AuditRecord }).filter((line) => line.segment !== undefined).map((line) => line.record!.target);
+    expect(sealed).toEqual(expect.arrayContaining([`run:${asking.runId}`, `run:${answer.runId}`, `run:${queued.runId}`, `agent:${id}`]));
+    expect((await (await box.admin('GET', 'audit/head')).json()).seq).toBe(verification.head?.seq);
+    expect(box.iam.denials).toEqual([]);
   });
 });

@@ -123,6 +123,9 @@ describe('a chain at the AG-UI door', () => {
     expect(verified.hops).toHaveLength(hops + 1);
     expect((await gateway.store.runs.get(received.runId))?.actorChain).toEqual(relayed);
     expect((await gateway.store.threads.get({ tenant: 'acme', threadId }))?.head).toBe(actors[0].publicKey);
+    // Its audit record names who acted for whom: the chain's head and its presenter.
+    const { records } = await gateway.store.audit.list({ target: `run:${received.runId}`, from: new Date(Date.now() - 3_600_000).toISOString(), to: new Date(Date.now() + 3_600_000).toISOString(), limit: 10 });
+    expect(records.map((record) => record.actor)).toEqual([{ kind: 'principal', principal: 'alice', credentialId: expect.any(String), chainHead: actors[0].publicKey, chainPresenter: assistant.publicKey }]);
   });
 
   it('refuses a tampered, broken, spliced, reordered or headless chain with invalid_chain, leaving nothing in the record', async () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Context } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { apiKeyResolver, parseApiKeys } from '../../lambdas/doors/api-keys.js';
@@ -39,9 +40,11 @@ describe('the API key resolver', () => {
   const resolve = apiKeyResolver(new Map([['sk-alice-123', { id: 'alice', tenant: 'acme' }]]));
 
   it('takes the key as Authorization: Bearer or as x-api-key', async () => {
-    expect(await resolve(withHeaders({ Authorization: 'Bearer sk-alice-123' }))).toEqual({ id: 'alice', tenant: 'acme' });
-    expect(await resolve(withHeaders({ authorization: 'bearer   sk-alice-123 ' }))).toEqual({ id: 'alice', tenant: 'acme' });
-    expect(await resolve(withHeaders({ 'x-api-key': 'sk-alice-123' }))).toEqual({ id: 'alice', tenant: 'acme' });
+    // The credential is named by its digest's first 16 hex digits (what its audit records say), never itself.
+    const alice = { id: 'alice', tenant: 'acme', credentialId: createHash('sha256').update('sk-alice-123').digest('hex').slice(0, 16) };
+    expect(await resolve(withHeaders({ Authorization: 'Bearer sk-alice-123' }))).toEqual(alice);
+    expect(await resolve(withHeaders({ authorization: 'bearer   sk-alice-123 ' }))).toEqual(alice);
+    expect(await resolve(withHeaders({ 'x-api-key': 'sk-alice-123' }))).toEqual(alice);
   });
 
   it('speaks for nobody without a key, with an unknown one, or with another scheme', async () => {

@@ -46,6 +46,11 @@ describe('the record’s invariants', () => {
       expect(broken(snapshot, (s) => s.tasks.delete('run-1'))).toEqual([expect.stringMatching(/task run-1 is not in the task index/)]);
       expect(broken(snapshot, (s) => (s.tasks.get('run-2')!.state = 0))).toEqual([expect.stringMatching(/task run-2 is indexed in state 0 from arrival \d+; its tail run-2/)]);
       expect(broken(snapshot, (s) => s.tenantPlaces.set(s.runs[0].tenant, 1))).toEqual([expect.stringMatching(/holds 1 places for 0 unsettled runs that took one/)]);
+      // Each run's submission is in the audit log, once.
+      expect(snapshot.audits?.map((record) => [record.action, record.target]).sort()).toEqual([['run.submitted', 'run:run-1'], ['run.submitted', 'run:run-2']]);
+      expect(broken(snapshot, (s) => (s.audits = s.audits!.filter((record) => record.target !== 'run:run-2')))).toEqual(['run run-2 has no audit record of its submission']);
+      expect(broken(snapshot, (s) => s.audits!.push({ ...s.audits![0], id: `${s.audits![0].id}-again` }))).toEqual([expect.stringMatching(/has 2 audit records of its submission/)]);
+      expect(broken(snapshot, (s) => (s.runs[0].cancelRequest = { principal: 'anonymous', at: s.runs[0].createdAt }))).toEqual([expect.stringMatching(/was cancelled with no audit record of the cancel/)]);
     }
     await sqlite.close();
   });

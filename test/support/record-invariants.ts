@@ -5,6 +5,8 @@ import type { SqliteStore } from '../../lambdas/adapters/local/sqlite/store.js';
 import { RUNS_TABLE, type TableNames } from '../../lambdas/adapters/aws/dynamodb/tables.js';
 import { isTerminal, threadKey, type Run, type Thread } from '../../lambdas/core/model.js';
 import { taskStateOf } from '../../lambdas/core/a2a/task-state.js';
+import { cancelAudit, submissionAudit } from '../../lambdas/core/audit/acts.js';
+import type { AuditRecord } from '../../lambdas/core/audit/record.js';
 
 /**
  * The whole record read at rest, whichever store kept it: what the invariants below are checked
@@ -19,6 +21,8 @@ export interface RecordSnapshot {
   tenantPlaces: Map<string, number>;
   /** The task index ListTasks reads: per task (its root run's id), the tail run it was written from and the state it says. */
   tasks: Map<string, { tailArrival: number; state: number }>;
+  /** The audit log's records (a whole record's: a slice read by key has none, and is not checked for them). */
+  audits?: AuditRecord[];
 }
 
 /** Every promise of the record that does not hold, one line each; none when all hold. */
@@ -76,6 +80,27 @@ export function recordBreaks(record: RecordSnapshot): string[] {
         else if (answer.parentRunId !== run.runId) breaks.push(`ask ${ask.id} of run ${run.runId} is answered by run ${answer.runId}, which answers ${answer.parentRunId}`);
       }
     }
+  }
+  if (record.audits) breaks.push(...auditBreaks(record.runs, record.audits));
+  return breaks;
+}
+
+/**
+ * Every run has the audit record of its submission, once (none missing, none doubled: a repeat of
+ * its request writes none), and a run a cancel changed has that cancel's.
+ */
+function auditBreaks(runs: readonly Run[], audits: readonly AuditRecord[]): string[] {
+  const breaks: string[] = [];
+  const ids = new Set(audits.map((record) => record.id));
+  const submissions = new Map<string, number>();
+  for (const record of audits) {
+    if (record.outcome === 'ok' && ['run.submitted', 'ask.answered', 'run.interjected'].includes(record.action)) submissions.set(record.target, (submissions.get(record.target) ?? 0) + 1);
+  }
+  for (const run of runs) {
+    const count = submissions.get(`run:${run.runId}`) ?? 0;
+    if (!ids.has(submissionAudit(run).id)) breaks.push(`run ${run.runId} has no audit record of its submission`);
+    if (count > 1) breaks.push(`run ${run.runId} has ${count} audit records of its submission`);
+    if (run.cancelRequest && !ids.has(cancelAudit(run)!.id)) breaks.push(`run ${run.runId} was cancelled with no audit record of the cancel`);
   }
   return breaks;
 }
@@ -264,14 +289,16 @@ export function sqliteSnapshot(source: Database.Database | SqliteStore): RecordS
   for (const row of db.prepare('SELECT task_id, tail_arrival, state FROM tasks').all() as Array<{ task_id: string; tail_arrival: number; state: number }>) {
     tasks.set(idOfKey.get(row.task_id) ?? row.task_id, { tailArrival: row.tail_arrival, state: row.state });
   }
-  return { threads, runs, seqs, tenantPlaces, tasks };
+  const audits = (db.prepare('SELECT body FROM audit_records').all() as Array<{ body: string }>).map((row) => JSON.parse(row.body) as AuditRecord);
+  return { threads, runs, seqs, tenantPlaces, tasks, audits };
 }
 
 /** The record of the DynamoDB store, scanned from its two tables. */
 export async function dynamoSnapshot(client: DynamoDBClient, tables: TableNames): Promise<RecordSnapshot> {
-  const snapshot: RecordSnapshot = { threads: [], runs: [], seqs: new Map(), tenantPlaces: new Map(), tasks: new Map() };
+  const snapshot: RecordSnapshot = { threads: [], runs: [], seqs: new Map(), tenantPlaces: new Map(), tasks: new Map(), audits: [] };
   for (const item of await scanAll(client, tables.runs)) {
     const pk = String(item.pk);
+    if (pk.startsWith('audit#') && item.sk === 'audit') snapshot.audits!.push(JSON.parse(String(item.body)) as AuditRecord);
     if (pk.startsWith('thread#') && item.sk === 'thread') snapshot.threads.push(item as unknown as Thread);
     else if (pk.startsWith('run#') && item.sk === 'run') snapshot.runs.push(item as unknown as Run);
     else if (pk.startsWith('tenant#') && item.sk === 'tenant' && typeof item.places === 'number') snapshot.tenantPlaces.set(pk.slice('tenant#'.length), item.places);

@@ -31,6 +31,8 @@ export interface Caller {
   agent?: Agent;
   /** What a run the request starts carries (`Run.context`): the door took it from the request's headers. */
   context?: RunContext;
+  /** The door's id of the request: a run it starts, and a cancel it makes, name it in their audit records. */
+  requestId?: string;
 }
 
 /** The task a caller names: its root run, at the caller's agent, in the caller's tenant. */

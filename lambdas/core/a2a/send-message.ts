@@ -141,7 +141,12 @@ async function start(core: A2aCore, request: SendMessage, found: Place, root: Ru
   // A config sent with the message is stored before the run can start, so it misses no update.
   const taskId = root?.runId ?? landing.runId;
   const config = request.push ? await putPushConfig(core, taskId, request.principal, request.push) : undefined;
-  const started = await startLanded(core, { agentId: request.agentId, input, door: 'a2a', principal: request.principal, ...(request.context ? { context: request.context } : {}) }, place, classified.value);
+  const started = await startLanded(
+    core,
+    { agentId: request.agentId, input, door: 'a2a', principal: request.principal, ...(request.context ? { context: request.context } : {}), ...(request.requestId ? { requestId: request.requestId } : {}) },
+    place,
+    classified.value,
+  );
   if (!started.ok) {
     if (config && !root) await store.pushConfigs.delete(config.taskId, config.configId);
     return started;

@@ -1,3 +1,4 @@
+import { runAudits } from '../audit/acts.js';
 import type { TaskState } from '@a2a-js/sdk';
 import type { Run } from '../model.js';
 import type { RecordProjections, TaskEntry } from '../record/port.js';
@@ -51,7 +52,7 @@ export function taskEntryOf(run: Run): TaskEntry {
 }
 
 /** What every store is built with: the task index's entries, as A2A's projection says them. */
-export const recordProjections: RecordProjections = { taskEntry: taskEntryOf };
+export const recordProjections: RecordProjections = { taskEntry: taskEntryOf, auditOf: runAudits };
 
 /** An interrupt that asks for credentials puts the task in AUTH_REQUIRED (design §5). */
 function isAuthReason(reason: string): boolean {

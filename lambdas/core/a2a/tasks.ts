@@ -30,7 +30,7 @@ export function createTasks(core: Core, options: { push?: PushSender; settings?:
     stream: (root: Run, signal?: AbortSignal) => stream(a2a, root, signal),
     subscribe: (caller: Caller, taskId: string, cursor: string | undefined, signal?: AbortSignal) => subscribe(a2a, caller, taskId, cursor, signal),
     /** `proof`: the request's `metadata.cancel`, needed for a task on a thread bound to its head. */
-    cancelTask: (caller: Caller, taskId: string, proof?: unknown) => cancelTask(a2a, caller, taskId, proof),
+    cancelTask: (caller: Caller, taskId: string, proof?: unknown, cancelled?: (run: Run) => void) => cancelTask(a2a, caller, taskId, proof, cancelled),
     listTasks: (caller: Caller, query: TaskQuery) => listTasks(a2a, caller, query),
     createPushConfig: (caller: Caller, taskId: string, target: PushTarget) => createPushConfig(a2a, caller, taskId, target),
     getPushConfig: (caller: Caller, taskId: string, configId: string) => getPushConfig(a2a, caller, taskId, configId),

@@ -293,6 +293,13 @@ export type TaskEntry = {
 /** What a store is given to compute beside each run it writes. */
 export interface RecordProjections {
   taskEntry(run: Run): TaskEntry;
+  /**
+   * The audit records a run's write implies (`core/audit/acts.ts`: its submission when created, the
+   * cancel a patch records), written with the run: in the same transaction where the store has
+   * one, else right after (a repair of the run's change writes them again; their ids make a second
+   * write nothing).
+   */
+  auditOf?(run: Run, change: 'created' | Partial<Run>): AuditRecord[];
 }
 
 /** The A2A tasks (root runs) as the index lists them; its entries are written with the runs (see `RunRecords`). */

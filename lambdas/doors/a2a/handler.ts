@@ -21,7 +21,7 @@ import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import type { PushConfig } from '../../core/model.js';
 import type { Caller, PushTarget, Tasks } from '../../core/a2a/tasks.js';
 import { orThrow, outcomeOf } from './errors.js';
-import { auditDone, noteAudit, noteStarted, type AuditNote } from '../audit.js';
+import { auditDone, noteAudit, noteCancelled, noteStarted, type AuditNote } from '../audit.js';
 
 /**
  * TaskState values with a meaning as a ListTasks filter. Any other is no filter: 0 is proto3's
@@ -98,7 +98,9 @@ export class AgentRequestHandler implements A2ARequestHandler {
   }
 
   async cancelTask(params: CancelTaskRequest): Promise<Task> {
-    return audited({ action: 'run.cancel_requested', target: `task:${params.id}` }, async () => orThrow(await this.tasks.cancelTask(this.caller, params.id, params.metadata?.cancel)));
+    return audited({ action: 'run.cancel_requested', target: `task:${params.id}` }, async (note) =>
+      orThrow(await this.tasks.cancelTask(this.caller, params.id, params.metadata?.cancel, (run) => noteCancelled(note, run, this.caller.requestId ?? ''))),
+    );
   }
 
   async createTaskPushNotificationConfig(params: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
@@ -147,7 +149,7 @@ export class AgentRequestHandler implements A2ARequestHandler {
           ...(inline?.url ? { push: pushTarget(inline) } : {}),
         }),
       );
-      noteStarted(note, sent.run, sent.repeated);
+      noteStarted(note, sent.run);
       return sent;
     });
   }

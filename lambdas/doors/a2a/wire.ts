@@ -1,3 +1,4 @@
+import { requestIdOf } from '../audit.js';
 import { Extensions, HTTP_EXTENSION_HEADER } from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError } from '@a2a-js/sdk/errors';
 import { ServerCallContext, STATE_HEADERS_KEY } from '@a2a-js/sdk/server';
@@ -16,7 +17,7 @@ const LEGACY_EXTENSION_HEADER = 'X-A2A-Extensions';
 /** Who calls at this agent, and what the runs their request starts carry from its headers. */
 export function callerOf(c: Context<{ Variables: { principal: Principal } }>, agent: Agent): Caller {
   const context = contextOfHeaders(runHeaders(c));
-  return { agentId: agent.id, principal: c.get('principal'), agent, ...(context ? { context } : {}) };
+  return { agentId: agent.id, principal: c.get('principal'), agent, ...(context ? { context } : {}), requestId: requestIdOf(c) };
 }
 
 export function callContext(c: Context, requested: string | undefined, legacy: boolean): ServerCallContext {

@@ -25,9 +25,11 @@ function openStore(): SqliteStore {
   return store;
 }
 
-/** A record as schema 4 left it: without the task index, its runs' inputs in their rows, no arrivals, no principals' keys, no leases. */
+/** A record as schema 4 left it: without the task index, its runs' inputs in their rows, no arrivals, no principals' keys, no leases, no audit log. */
 function asSchema4(raw: Database.Database): void {
   raw.exec(`
+    DROP TABLE audit_records;
+    DROP TABLE audit_segments;
     DROP TABLE leases;
     DROP TABLE principals;
     DROP TABLE arrivals;

@@ -8,7 +8,7 @@ export class SqliteAuditLog implements AuditLog {
   private readonly statements: ReturnType<typeof prepare>;
   private readonly markAll: (seq: number, ids: readonly string[]) => void;
 
-  constructor(handle: SqliteHandle) {
+  constructor(private readonly handle: SqliteHandle) {
     this.statements = prepare(handle.db);
     const mark = this.statements.mark;
     this.markAll = handle.db.transaction((seq: number, ids: readonly string[]) => {
@@ -17,7 +17,7 @@ export class SqliteAuditLog implements AuditLog {
   }
 
   async append(record: AuditRecord): Promise<void> {
-    this.statements.append.run(record.id, record.tenant ?? null, JSON.stringify(record));
+    this.handle.appendAudit.run(record.id, record.tenant ?? null, JSON.stringify(record));
   }
 
   async list(query: AuditQuery): Promise<{ records: AuditRecord[]; cursor?: string }> {
@@ -76,7 +76,6 @@ export class SqliteAuditLog implements AuditLog {
 
 function prepare(db: Database.Database) {
   return {
-    append: db.prepare('INSERT OR IGNORE INTO audit_records (id, tenant, body) VALUES (?, ?, ?)'),
     list: db.prepare(
       `SELECT body FROM audit_records
        WHERE (CASE WHEN @after = 1 THEN id > @from ELSE id >= @from END) AND id < @to

@@ -29,6 +29,8 @@ export class SqliteHandle {
     unholdTenants: Database.Statement;
   };
   private readonly getInput: Database.Statement;
+  /** An audit record written once (`INSERT OR IGNORE`: its id is made so a second write is nothing). */
+  readonly appendAudit: Database.Statement;
 
   constructor(
     readonly db: Database.Database,
@@ -43,6 +45,12 @@ export class SqliteHandle {
       unholdTenants: db.prepare("DELETE FROM places WHERE owner LIKE 'n:%'"),
     };
     this.getInput = db.prepare('SELECT input FROM run_inputs WHERE run_id = ?');
+    this.appendAudit = db.prepare('INSERT OR IGNORE INTO audit_records (id, tenant, body) VALUES (?, ?, ?)');
+  }
+
+  /** The audit records a run's write implies, written in the write's transaction (`RecordProjections.auditOf`). */
+  writeAudits(run: Run, change: 'created' | Partial<Run>): void {
+    for (const record of this.projections.auditOf?.(run, change) ?? []) this.appendAudit.run(record.id, record.tenant ?? null, JSON.stringify(record));
   }
 
   /** A run as its row says, its input read and parsed only when asked for (most writes of a run never look at it). */

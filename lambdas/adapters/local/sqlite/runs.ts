@@ -29,6 +29,7 @@ export class SqliteRunRecords implements RunRecords {
       if (!created) return false;
       putInput.run(run.runId, JSON.stringify(input));
       this.tasks.write(run);
+      this.handle.writeAudits(run, 'created');
       return true;
     })();
   }
@@ -62,7 +63,7 @@ export class SqliteRunRecords implements RunRecords {
     const run = this.read(runId);
     if (!run || !from.includes(run.status)) return undefined;
     for (const [key, value] of Object.entries(patch)) if (value !== undefined) (run as unknown as Row)[key] = value;
-    this.write(run, patch.input !== undefined);
+    this.write(run, patch.input !== undefined, patch);
     return run;
   }
 
@@ -107,12 +108,13 @@ export class SqliteRunRecords implements RunRecords {
     return run;
   }
 
-  private write(run: Run, withInput: boolean): void {
+  private write(run: Run, withInput: boolean, change?: Partial<Run>): void {
     const { writeRun, putInput } = this.statements;
     this.handle.db.transaction(() => {
       writeRun.run(run.status, JSON.stringify(bodyOf(run)), run.runId);
       if (withInput) putInput.run(run.runId, JSON.stringify(run.input));
       this.tasks.write(run);
+      if (change) this.handle.writeAudits(run, change);
     })();
   }
 }

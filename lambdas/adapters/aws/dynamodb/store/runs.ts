@@ -5,18 +5,21 @@ import { checkRunPatch } from '../../../../core/record/rules.js';
 import { RUNS_TABLE } from '../tables.js';
 import type { DynamoHandle } from './handle.js';
 import { domain, fitsKey, RUN_ITEM, runKey, type Item } from './keys.js';
+import type { DynamoAuditLog } from './audit.js';
 import type { DynamoTaskIndex } from './tasks.js';
 
 /**
  * Runs: an item each (`run#<runId>`), with its asks and its input, in `byThread` by arrival and,
  * for a root, in `byTenant` by creation. A status change, a closing or an opening of asks, a link
  * moved: each one conditional write, the rules' (`core/record/rules.ts`) in DynamoDB's conditions.
- * Each write of a run writes its task's index entry right after (`DynamoTaskIndex.write`).
+ * Each write of a run writes its task's index entry right after (`DynamoTaskIndex.write`), and the
+ * audit records it implies (`RecordProjections.auditOf`).
  */
 export class DynamoRunRecords implements RunRecords {
   constructor(
     private readonly handle: DynamoHandle,
     private readonly tasks: DynamoTaskIndex,
+    private readonly audit: DynamoAuditLog,
   ) {}
 
   async create(run: Run): Promise<boolean> {
@@ -27,7 +30,10 @@ export class DynamoRunRecords implements RunRecords {
       // Only roots are A2A tasks; answers stay out of the tenant index, which pages tasks.
       ...(run.runId === run.rootRunId ? { [RUNS_TABLE.byTenant.partitionKey]: run.tenant } : {}),
     });
-    if (created) await this.tasks.write(run);
+    if (created) {
+      await this.tasks.write(run);
+      await this.audited(run, 'created');
+    }
     return created;
   }
 
@@ -129,7 +135,10 @@ export class DynamoRunRecords implements RunRecords {
       ExpressionAttributeValues: values,
       ReturnValues: 'ALL_NEW',
     });
-    return item && this.indexed(this.handle.written(domain<Run>(item), item));
+    if (!item) return undefined;
+    const run = await this.indexed(this.handle.written(domain<Run>(item), item));
+    await this.audited(run, patch);
+    return run;
   }
 
   async closeAsks(runId: string, changes: AskChanges): Promise<Run | undefined> {
@@ -215,5 +224,14 @@ export class DynamoRunRecords implements RunRecords {
   private async indexed(run: Run): Promise<Run> {
     await this.tasks.write(run);
     return run;
+  }
+
+  /**
+   * The audit records the write implies, right after it. There is no transaction here: one not
+   * written (the table refused it, the function died) is written again by the repair of the run's
+   * change, so its failure does not fail the write it records, which stands.
+   */
+  private async audited(run: Run, change: 'created' | Partial<Run>): Promise<void> {
+    for (const record of this.handle.projections.auditOf?.(run, change) ?? []) await this.audit.append(record).catch(() => undefined);
   }
 }

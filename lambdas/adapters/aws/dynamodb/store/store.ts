@@ -57,7 +57,8 @@ export class DynamoStore implements RunStore {
     this.tenants = new DynamoTenants(handle);
     this.usage = new DynamoUsageRecords(handle);
     this.tasks = new DynamoTaskIndex(handle);
-    this.runs = new DynamoRunRecords(handle, this.tasks);
+    this.audit = new DynamoAuditLog(handle);
+    this.runs = new DynamoRunRecords(handle, this.tasks, this.audit);
     this.events = new DynamoEventLog(handle);
     this.agents = new DynamoAgents(handle);
     this.pushConfigs = new DynamoPushConfigs(handle);
@@ -65,7 +66,6 @@ export class DynamoStore implements RunStore {
     this.providers = new DynamoProviders(handle);
     this.principals = new DynamoPrincipals(handle);
     this.leases = new DynamoRunLeases(handle);
-    this.audit = new DynamoAuditLog(handle);
   }
 }
 
