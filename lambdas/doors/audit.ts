@@ -32,6 +32,8 @@ export interface AuditNote {
 /** A request's notes not written yet, and how to write one now. */
 interface Scope {
   notes: AuditNote[];
+  /** Whether a route noted an act (written since, or not yet). */
+  noted: boolean;
   write(note: AuditNote): Promise<void>;
 }
 
@@ -39,7 +41,11 @@ const scopes = new AsyncLocalStorage<Scope>();
 
 /** Notes the current request's action (a no-op outside a request audited by `auditRequests`); returns the note to add to. */
 export function noteAudit(note: AuditNote): AuditNote {
-  scopes.getStore()?.notes.push(note);
+  const scope = scopes.getStore();
+  if (scope) {
+    scope.notes.push(note);
+    scope.noted = true;
+  }
   return note;
 }
 
@@ -126,8 +132,14 @@ export function auditRequests(options: AuditRequestsOptions): MiddlewareHandler 
       const entry = entryOf(note, refusal);
       if (entry) await options.write(entry).catch((error: unknown) => options.onLost(entry, error));
     };
-    const scope: Scope = { notes: [], write };
+    const scope: Scope = { notes: [], noted: false, write };
     await scopes.run(scope, () => next());
+    // A refusal made before any route could note its act (a body the A2A SDK's transport refused,
+    // an agent that does not exist) is recorded as the act it asked for.
+    if (!scope.noted) {
+      const unnoted = await refusedAct(c);
+      if (unnoted) scope.notes.push(unnoted);
+    }
     const notes = scope.notes.splice(0).filter((note) => !note.recorded);
     if (notes.length === 0) return;
     const refusal = notes.some((note) => note.outcome === undefined) ? await refusalCode(c.res) : undefined;
@@ -135,13 +147,84 @@ export function auditRequests(options: AuditRequestsOptions): MiddlewareHandler 
   };
 }
 
+/** JSON-RPC's and A2A's error codes (JSON-RPC 2.0 §5.1, A2A §8.2), by name, for a refusal's outcome. */
+const RPC_ERRORS: Record<number, string> = {
+  [-32700]: 'parse_error',
+  [-32600]: 'invalid_request',
+  [-32601]: 'method_not_found',
+  [-32602]: 'invalid_params',
+  [-32603]: 'internal_error',
+  [-32001]: 'task_not_found',
+  [-32002]: 'task_not_cancelable',
+  [-32003]: 'push_notification_not_supported',
+  [-32004]: 'unsupported_operation',
+  [-32005]: 'content_type_not_supported',
+  [-32006]: 'invalid_agent_response',
+};
+
+/** The JSON-RPC methods (A2A 1.0's and 0.3's) that change something, and the act each is. */
+const RPC_ACTS: Record<string, AuditAction> = {
+  SendMessage: 'run.submitted',
+  SendStreamingMessage: 'run.submitted',
+  'message/send': 'run.submitted',
+  'message/stream': 'run.submitted',
+  CancelTask: 'run.cancel_requested',
+  'tasks/cancel': 'run.cancel_requested',
+  CreateTaskPushNotificationConfig: 'push_config.created',
+  'tasks/pushNotificationConfig/set': 'push_config.created',
+  DeleteTaskPushNotificationConfig: 'push_config.deleted',
+  'tasks/pushNotificationConfig/delete': 'push_config.deleted',
+};
+
+/** The HTTP+JSON routes (both versions) that change something, by method and path, and the act each is. */
+const REST_ACTS: Array<[method: string, path: RegExp, action: AuditAction]> = [
+  ['POST', /^\/a2a\/[^/]+\/rest(?:\/v1)?\/message:(?:send|stream)$/, 'run.submitted'],
+  ['POST', /^\/a2a\/[^/]+\/rest(?:\/v1)?\/tasks\/.+:cancel$/, 'run.cancel_requested'],
+  ['POST', /^\/a2a\/[^/]+\/rest(?:\/v1)?\/tasks\/[^/]+\/pushNotificationConfigs$/, 'push_config.created'],
+  ['DELETE', /^\/a2a\/[^/]+\/rest(?:\/v1)?\/tasks\/[^/]+\/pushNotificationConfigs\/.+$/, 'push_config.deleted'],
+];
+
+/** A refused A2A request no route noted: the act it asked for, its agent as the target, and the refusal's code. */
+async function refusedAct(c: Context): Promise<AuditNote | undefined> {
+  const agent = /^\/a2a\/([^/]+)(?:\/|$)/.exec(c.req.path)?.[1];
+  if (agent === undefined || agent === '.well-known') return undefined;
+  const target = `agent:${decodeURIComponent(agent)}`;
+  const rest = REST_ACTS.find(([method, path]) => method === c.req.method && path.test(c.req.path));
+  if (rest) {
+    const code = await refusalCode(c.res);
+    return code === undefined ? undefined : { action: rest[2], target, outcome: code };
+  }
+  if (c.req.method !== 'POST' || !/^\/a2a\/[^/]+\/?$/.test(c.req.path)) return undefined;
+  let method: unknown;
+  try {
+    method = (JSON.parse(await c.req.text()) as { method?: unknown }).method;
+  } catch {
+    return undefined;
+  }
+  const action = typeof method === 'string' ? RPC_ACTS[method] : undefined;
+  if (!action) return undefined;
+  const status = c.res.status >= 400 ? await refusalCode(c.res) : undefined;
+  if (status) return { action, target, outcome: status };
+  // A stream is an act under way (and its route noted it): only a JSON answer can be a refusal.
+  if (!(c.res.headers.get('Content-Type') ?? '').includes('json')) return undefined;
+  try {
+    const error = ((await c.res.clone().json()) as { error?: { code?: unknown } }).error;
+    if (typeof error?.code === 'number') return { action, target, outcome: RPC_ERRORS[error.code] ?? 'jsonrpc_error' };
+  } catch {
+    // Not JSON after all: no refusal to record.
+  }
+  return undefined;
+}
+
 /** `undefined` for a success; else the error's code as the doors write it (`{ error: { code } }`), or the HTTP status. */
 async function refusalCode(response: Response): Promise<string | undefined> {
   if (response.status < 400) return undefined;
+  if (!(response.headers.get('Content-Type') ?? '').includes('json')) return `http_${response.status}`;
   try {
+    // funduq's `{ error: { code } }`; A2A's HTTP+JSON `google.rpc.Status` (`{ error: { code: 400, status: "INVALID_ARGUMENT" } }`).
     const body = (await response.clone().json()) as { error?: { code?: unknown; status?: unknown } };
-    const code = body.error?.code ?? body.error?.status;
-    if (typeof code === 'string') return code;
+    const code = [body.error?.code, body.error?.status].find((value) => typeof value === 'string') as string | undefined;
+    if (code !== undefined) return code.toLowerCase();
   } catch {
     // Not JSON: the status says it.
   }

@@ -163,6 +163,15 @@ describe('the audit log of every route', () => {
     await watched(url('/a2a/demo/rest/extendedAgentCard'), asAlice());
     await watched(url('/a2a/demo'), asAlice({ method: 'POST', headers: { 'A2A-Version': '1.0' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard', params: {} }) }));
     await watched(url('/a2a/demo/rest/tasks?pageSize=5'), asAlice());
+    // Refused before any route could note its act: by the SDK's transport, or for want of the agent.
+    const rpc = (agentId: string, method: string, params: unknown) =>
+      watched(url(`/a2a/${agentId}`), asAlice({ method: 'POST', headers: { 'A2A-Version': '1.0' }, body: JSON.stringify({ jsonrpc: '2.0', id: 7, method, params }) }));
+    await rpc('demo', 'SendMessage', { message: 42 });
+    await rpc('nobody', 'CancelTask', { id: 'some-task' });
+    await rpc('demo', 'GetTask', { id: 42 });
+    await watched(url('/a2a/nobody/rest/message:send'), asAlice({ method: 'POST', body: '{}' }));
+    await watched(url('/a2a/demo/rest/message:send'), asAlice({ method: 'POST', body: '{oops' }));
+    await watched(url('/a2a/demo/rest/v1/tasks/t1/pushNotificationConfigs'), asAlice({ method: 'POST', body: '[]' }));
 
     // Admin: every change with its values, valid and refused, and every read.
     const agent = { url: 'http://127.0.0.1:9/agent', description: 'an agent at nowhere' };
@@ -230,6 +239,10 @@ describe('the audit log of every route', () => {
         'principal.keys_changed ok',
         'principal.keys_deleted ok',
         'principal.keys_deleted principal_not_found',
+        'run.cancel_requested agent_not_found',
+        'run.submitted agent_not_found',
+        'run.submitted invalid_argument',
+        'push_config.created http_400',
       ]),
     );
   });

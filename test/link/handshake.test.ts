@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, generateKeyPair, LinkRefused } from '../../packages/provider/src/index.js';
 import { LINK_PROOF_HEADER } from '../../packages/provider/src/wire.js';
 import type { LocalGateway } from '../../lambdas/runtimes/local.js';
+import { eventually } from '../support/core-harness.js';
 import { startTestGateway } from '../support/gateway.js';
 import { echoAgent, handshake, proofHeader, registerProvider } from '../support/link.js';
 
@@ -47,6 +48,19 @@ describe('opening a provider link', () => {
     expect(await handshake(gateway.link.url, proofHeader('known', keys.privateKey, elsewhere))).toMatchObject({ status: 401, code: 'link_wrong_gateway' });
     expect(await handshake(gateway.link.url, undefined)).toMatchObject({ status: 401, code: 'link_proof_malformed' });
     expect(await handshake(gateway.link.url, 'not-a-proof')).toMatchObject({ status: 401, code: 'link_proof_malformed' });
+  });
+
+  it('records each link opened and closed, and each refused proof of a registered provider, with the provider as the actor', async () => {
+    const audited = async () =>
+      (await gateway.store.audit.list({ actor: 'known', from: new Date(Date.now() - 3_600_000).toISOString(), to: new Date(Date.now() + 3_600_000).toISOString(), limit: 1000 })).records;
+    const before = (await audited()).length;
+    const link = await connect({ url: gateway.link.url, providerId: 'known', privateKey: keys.privateKey, funduqPublicKey: gateway.link.publicKey, agents: { echo: echoAgent() } });
+    const refused = await connect({ url: gateway.link.url, providerId: 'known', privateKey: generateKeyPair().privateKey, funduqPublicKey: gateway.link.publicKey, agents: { echo: echoAgent() } }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'link_bad_proof' });
+    await link.close();
+    await eventually(async () => expect((await audited()).slice(before).map((r) => `${r.action} ${r.outcome}`).sort()).toEqual(['link.closed ok', 'link.opened link_bad_proof', 'link.opened ok']));
+    const opened = (await audited()).find((r) => r.action === 'link.opened' && r.outcome === 'ok');
+    expect(opened).toMatchObject({ actor: { kind: 'provider', principal: 'known' }, target: expect.stringMatching(/^link:./), detail: { providerId: 'known' } });
   });
 
   it('closes a link that sends a message larger than API Gateway takes (128 KB), as AWS would: 1009', async () => {

@@ -30,10 +30,8 @@ export class DynamoRunRecords implements RunRecords {
       // Only roots are A2A tasks; answers stay out of the tenant index, which pages tasks.
       ...(run.runId === run.rootRunId ? { [RUNS_TABLE.byTenant.partitionKey]: run.tenant } : {}),
     });
-    if (created) {
-      await this.tasks.write(run);
-      await this.audited(run, 'created');
-    }
+    // The task entry and the audit record at once: the run's admission waits for one round trip, not two.
+    if (created) await Promise.all([this.tasks.write(run), this.audited(run, 'created')]);
     return created;
   }
 
@@ -136,8 +134,8 @@ export class DynamoRunRecords implements RunRecords {
       ReturnValues: 'ALL_NEW',
     });
     if (!item) return undefined;
-    const run = await this.indexed(this.handle.written(domain<Run>(item), item));
-    await this.audited(run, patch);
+    const run = this.handle.written(domain<Run>(item), item);
+    await Promise.all([this.indexed(run), this.audited(run, patch)]);
     return run;
   }
 
