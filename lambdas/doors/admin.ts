@@ -8,7 +8,8 @@ import { describeIssue, readJson } from './input.js';
 import { adminPrincipalRoutes } from './principal-keys.js';
 import { adminUsageRoutes } from './usage.js';
 import { adminProviderRoutes } from './link/admin-providers.js';
-import { auditRequests, credentialIdOf, noteAudit } from './audit.js';
+import { credentialIdOf } from './api-keys.js';
+import { auditRequests, noteAudit } from './audit.js';
 import { adminAuditRoutes, lostAudit } from './audit-routes.js';
 import type { AuditActor, AuditEntry } from '../core/audit/record.js';
 

@@ -59,13 +59,21 @@ export function apiKeyResolver(keys: ApiKeys): PrincipalResolver {
     if (!presented) return undefined;
     const hash = await digest(presented);
     const principal = (await byDigest).get(hash);
-    // Its audit records name the key by its digest's first 16 hex digits: enough to tell keys apart, nothing of the key.
-    return principal && { ...principal, credentialId: hash.slice(0, 16) };
+    return principal && { ...principal, credentialId: credentialIdOfDigest(hash) };
   };
 }
 
 function bearer(header: string | undefined): string | undefined {
   return /^Bearer +(\S+) *$/i.exec(header ?? '')?.[1];
+}
+
+/** An id for a credential, never the credential: the first 16 hex digits of its SHA-256 (enough to tell keys apart, nothing of the key). */
+export async function credentialIdOf(secret: string): Promise<string> {
+  return credentialIdOfDigest(await digest(secret));
+}
+
+function credentialIdOfDigest(hash: string): string {
+  return hash.slice(0, 16);
 }
 
 async function digest(key: string): Promise<string> {

@@ -22,9 +22,6 @@ export interface AuditNote {
   before?: unknown;
   after?: unknown;
   detail?: Record<string, unknown>;
-  /** The actor chain the request carried, verified: its head and presenter. */
-  chainHead?: string;
-  chainPresenter?: string;
   /** Written already, with the act itself (a run's submission, the cancel that changed a run: `core/audit/acts.ts`). */
   recorded?: boolean;
 }
@@ -90,12 +87,6 @@ export function requestIdOf(c: Context): string {
   return id;
 }
 
-/** An id for a credential, never the credential: the first 16 hex digits of its SHA-256. */
-export async function credentialIdOf(secret: string): Promise<string> {
-  const bytes = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(secret)));
-  return Array.from(bytes.subarray(0, 8), (byte) => byte.toString(16).padStart(2, '0')).join('');
-}
-
 export interface AuditRequestsOptions {
   /** Writes a record (the gateway's `audit.write`). */
   write(entry: AuditEntry): Promise<unknown>;
@@ -113,15 +104,14 @@ export function auditRequests(options: AuditRequestsOptions): MiddlewareHandler 
       if (!actor) return undefined;
       const principal = (c.get('principal') as Principal | undefined)?.tenant;
       const tenant = note.tenant === undefined ? principal : (note.tenant ?? undefined);
-      const requestId = requestIdOf(c);
       const traceId = traceIdOf(c);
       return {
         ...(tenant !== undefined ? { tenant } : {}),
-        actor: { ...actor, ...(note.chainHead ? { chainHead: note.chainHead } : {}), ...(note.chainPresenter ? { chainPresenter: note.chainPresenter } : {}) },
+        actor,
         action: note.action,
         target: note.target,
         outcome: note.outcome ?? refusal ?? 'ok',
-        ...(requestId ? { requestId } : {}),
+        requestId: requestIdOf(c),
         ...(traceId ? { traceId } : {}),
         ...(note.before !== undefined ? { before: note.before } : {}),
         ...(note.after !== undefined ? { after: note.after } : {}),

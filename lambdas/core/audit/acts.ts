@@ -39,12 +39,13 @@ export function cancelAudit(run: Run): AuditRecord | undefined {
     id: `${cancel.at}/${uniqueOf(run.runId)}#cancel`,
     at: cancel.at,
     tenant: run.tenant,
-    actor: { kind: 'principal', principal: cancel.principal, ...(cancel.credentialId ? { credentialId: cancel.credentialId } : {}), ...(run.cancelRequestedBy ? { chainHead: run.cancelRequestedBy } : {}) },
+    actor: { kind: 'principal', principal: cancel.principal, ...(cancel.credentialId ? { credentialId: cancel.credentialId } : {}) },
     action: 'run.cancel_requested',
     target: `run:${run.runId}`,
     outcome: 'ok',
     ...(cancel.requestId ? { requestId: cancel.requestId } : {}),
-    detail: { threadId: run.threadId, status: run.status },
+    // On a thread bound to its head, the key that signed the cancel: the head's, or the serving provider's.
+    detail: { threadId: run.threadId, status: run.status, ...(run.cancelRequestedBy ? { signedBy: run.cancelRequestedBy } : {}) },
   };
 }
 

@@ -1,5 +1,5 @@
 import type { AuditLog } from '../record/port.js';
-import { FIRST_SEAL_MS, SEAL_LATE_MS } from './seal.js';
+import { unsealedAfter } from './seal.js';
 import { recordLineText } from './lines.js';
 
 /** Segments read at once while exporting. */
@@ -30,6 +30,5 @@ export async function* exportAudit(log: AuditLog, header: Record<string, unknown
     }
     if (segments.length < SEGMENTS_AT_ONCE) break;
   }
-  const since = new Date(last ? Date.parse(last.to) - SEAL_LATE_MS : now - FIRST_SEAL_MS).toISOString();
-  for (const record of await log.unsealed(PENDING_AT_MOST, since, new Date(now + SEAL_LATE_MS).toISOString())) yield recordLineText(record);
+  for (const record of await unsealedAfter(log, last, now, PENDING_AT_MOST)) yield recordLineText(record);
 }

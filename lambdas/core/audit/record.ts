@@ -126,14 +126,3 @@ export interface AuditQuery {
 export function actorName(actor: AuditActor): string {
   return actor.kind === 'funduq' ? 'funduq' : (actor.principal ?? actor.kind);
 }
-
-export function matchesAudit(record: AuditRecord, query: Pick<AuditQuery, 'tenant' | 'actor' | 'action' | 'target' | 'from' | 'to'>): boolean {
-  return (
-    record.at >= query.from &&
-    record.at < query.to &&
-    (query.tenant === undefined || record.tenant === query.tenant) &&
-    (query.actor === undefined || actorName(record.actor) === query.actor) &&
-    (query.action === undefined || record.action === query.action) &&
-    (query.target === undefined || record.target === query.target)
-  );
-}

@@ -51,6 +51,12 @@ export interface SealDeps {
   clock: Pick<Clock, 'now'>;
 }
 
+/** The records not sealed yet, as a sealer and an export look for them: from a little before the last segment's last (or a week back), to now. */
+export function unsealedAfter(log: AuditLog, head: Pick<SealedSegment, 'to'> | undefined, now: number, limit: number): Promise<AuditRecord[]> {
+  const since = head ? Date.parse(head.to) - SEAL_LATE_MS : now - FIRST_SEAL_MS;
+  return log.unsealed(limit, new Date(since).toISOString(), new Date(now + SEAL_LATE_MS).toISOString());
+}
+
 /** The records a segment takes from the front of `pending`: at most the limit, written within the window of the first. */
 export function segmentOf(pending: readonly AuditRecord[], maxRecords = SEGMENT_MAX_RECORDS, maxMs = SEGMENT_MAX_MS): AuditRecord[] {
   if (pending.length === 0) return [];
@@ -87,8 +93,7 @@ export async function sealAudit(deps: SealDeps, maxSegments = 100): Promise<numb
   let sealed = 0;
   for (let n = 0; n < maxSegments; n++) {
     const taken = new Set(head?.ids);
-    const since = head ? new Date(Date.parse(head.to) - SEAL_LATE_MS).toISOString() : new Date(deps.clock.now() - FIRST_SEAL_MS).toISOString();
-    const pending = (await deps.log.unsealed(SEGMENT_MAX_RECORDS, since, new Date(deps.clock.now() + SEAL_LATE_MS).toISOString())).filter((record) => !taken.has(record.id));
+    const pending = (await unsealedAfter(deps.log, head, deps.clock.now(), SEGMENT_MAX_RECORDS)).filter((record) => !taken.has(record.id));
     const records = segmentOf(pending);
     if (records.length === 0) break;
     const segment = await sealSegment(deps, records, head);
