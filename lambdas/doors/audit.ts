@@ -178,7 +178,7 @@ const REST_ACTS: Array<[method: string, path: RegExp, action: AuditAction]> = [
 async function refusedAct(c: Context): Promise<AuditNote | undefined> {
   const agent = /^\/a2a\/([^/]+)(?:\/|$)/.exec(c.req.path)?.[1];
   if (agent === undefined || agent === '.well-known') return undefined;
-  const target = `agent:${decodeURIComponent(agent)}`;
+  const target = `agent:${decodedOr(agent)}`;
   const rest = REST_ACTS.find(([method, path]) => method === c.req.method && path.test(c.req.path));
   if (rest) {
     const code = await refusalCode(c.res);
@@ -204,6 +204,15 @@ async function refusedAct(c: Context): Promise<AuditNote | undefined> {
     // Not JSON after all: no refusal to record.
   }
   return undefined;
+}
+
+/** A path segment decoded, or as it came when it is no valid percent-encoding (a caller's path may be anything). */
+function decodedOr(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 /** `undefined` for a success; else the error's code as the doors write it (`{ error: { code } }`), or the HTTP status. */
