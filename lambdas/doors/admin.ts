@@ -50,7 +50,7 @@ export function adminDoor(gateway: Gateway, options: AdminOptions) {
 
   door.put('/agents/:agentId', async (c) => {
     const agentId = c.req.param('agentId');
-    const note = noteAudit({ action: 'agent.changed', target: `agent:${agentId}`, tenant: null });
+    const note = noteAudit(c, { action: 'agent.changed', target: `agent:${agentId}`, tenant: null });
     if (!AGENT_ID.test(agentId)) {
       return errorResponse(c, 'invalid_input', `AgentDefinition.id: the path's agent id ${AGENT_ID_RULE}`);
     }
@@ -78,7 +78,7 @@ export function adminDoor(gateway: Gateway, options: AdminOptions) {
   adminAuditRoutes(door, gateway);
 
   door.delete('/agents/:agentId', async (c) => {
-    const note = noteAudit({ action: 'agent.deleted', target: `agent:${c.req.param('agentId')}`, tenant: null });
+    const note = noteAudit(c, { action: 'agent.deleted', target: `agent:${c.req.param('agentId')}`, tenant: null });
     const existing = await gateway.getAgent(c.req.param('agentId'));
     if (existing) note.before = agents.view(existing);
     const deleted = await gateway.deleteAgent(c.req.param('agentId'));

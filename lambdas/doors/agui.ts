@@ -20,7 +20,7 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
   const door = new Hono<Env>();
 
   door.post('/:agentId', async (c) => {
-    const note = noteAudit({ action: 'run.submitted', target: `agent:${c.req.param('agentId')}` });
+    const note = noteAudit(c, { action: 'run.submitted', target: `agent:${c.req.param('agentId')}` });
     const body = await readJson(c);
     if (!body.ok) return errorResponse(c, 'invalid_input', body.message);
     const parsed = RunAgentInputSchema.safeParse(body.value);
@@ -51,7 +51,7 @@ export function aguiDoor(gateway: Gateway, sse: SseOptions) {
   });
 
   door.post('/:agentId/runs/:runId/cancel', async (c) => {
-    const note = noteAudit({ action: 'run.cancel_requested', target: `run:${c.req.param('runId')}` });
+    const note = noteAudit(c, { action: 'run.cancel_requested', target: `run:${c.req.param('runId')}` });
     const run = await gateway.getRun(c.req.param('runId'), c.get('principal'));
     if (!run || run.agentId !== c.req.param('agentId')) return errorResponse(c, 'run_not_found', 'no such run');
     // A run on a thread bound to its head is cancelled with a signed `cancel` in the JSON body; any

@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { AuditAction, AuditActor, AuditEntry } from '../core/audit/record.js';
 import type { Principal, Run } from '../core/model.js';
@@ -34,11 +33,15 @@ interface Scope {
   write(note: AuditNote): Promise<void>;
 }
 
-const scopes = new AsyncLocalStorage<Scope>();
+/**
+ * Each request's scope, by its Request (the one object every route of the request shares): not an
+ * AsyncLocalStorage, whose context every promise of a run's relay would carry.
+ */
+const scopes = new WeakMap<Request, Scope>();
 
-/** Notes the current request's action (a no-op outside a request audited by `auditRequests`); returns the note to add to. */
-export function noteAudit(note: AuditNote): AuditNote {
-  const scope = scopes.getStore();
+/** Notes the request's act (a no-op for a request `auditRequests` does not audit); returns the note to add to. */
+export function noteAudit(c: Context, note: AuditNote): AuditNote {
+  const scope = scopes.get(c.req.raw);
   if (scope) {
     scope.notes.push(note);
     scope.noted = true;
@@ -50,12 +53,22 @@ export function noteAudit(note: AuditNote): AuditNote {
  * Writes the note's record now, its outcome `ok` unless it says another: for an act decided well
  * before its response ends (a blocking SendMessage answers when its task settles).
  */
-export async function auditDone(note: AuditNote): Promise<void> {
-  const scope = scopes.getStore();
+export async function auditDone(c: Context, note: AuditNote): Promise<void> {
+  const scope = scopes.get(c.req.raw);
   const at = scope?.notes.indexOf(note) ?? -1;
   if (!scope || at < 0) return;
   scope.notes.splice(at, 1);
   if (!note.recorded) await scope.write({ outcome: 'ok', ...note });
+}
+
+/** A request's notes, for code that holds no Context (the A2A request handler). */
+export interface RequestAudit {
+  note(note: AuditNote): AuditNote;
+  done(note: AuditNote): Promise<void>;
+}
+
+export function requestAudit(c: Context): RequestAudit {
+  return { note: (note) => noteAudit(c, note), done: (note) => auditDone(c, note) };
 }
 
 /**
@@ -123,7 +136,8 @@ export function auditRequests(options: AuditRequestsOptions): MiddlewareHandler 
       if (entry) await options.write(entry).catch((error: unknown) => options.onLost(entry, error));
     };
     const scope: Scope = { notes: [], noted: false, write };
-    await scopes.run(scope, () => next());
+    scopes.set(c.req.raw, scope);
+    await next();
     // A refusal made before any route could note its act (a body the A2A SDK's transport refused,
     // an agent that does not exist) is recorded as the act it asked for.
     if (!scope.noted) {

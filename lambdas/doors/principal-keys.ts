@@ -14,7 +14,7 @@ const PrincipalKeysSchema = z.object({ publicKeys: z.array(z.string().min(1).max
 export function adminPrincipalRoutes(door: Hono, gateway: Gateway): void {
   const path = '/tenants/:tenant/principals/:principal';
   door.put(path, async (c) => {
-    const note = noteAudit({ action: 'principal.keys_changed', target: `principal:${c.req.param('principal')}`, tenant: c.req.param('tenant') });
+    const note = noteAudit(c, { action: 'principal.keys_changed', target: `principal:${c.req.param('principal')}`, tenant: c.req.param('tenant') });
     const before = await gateway.principals.get(c.req.param('tenant'), c.req.param('principal'));
     if (before.ok) note.before = before.value.publicKeys;
     const body = await readJson(c);
@@ -32,7 +32,7 @@ export function adminPrincipalRoutes(door: Hono, gateway: Gateway): void {
     return found.ok ? c.json(found.value) : errorResponse(c, found.code, found.message);
   });
   door.delete(path, async (c) => {
-    const note = noteAudit({ action: 'principal.keys_deleted', target: `principal:${c.req.param('principal')}`, tenant: c.req.param('tenant') });
+    const note = noteAudit(c, { action: 'principal.keys_deleted', target: `principal:${c.req.param('principal')}`, tenant: c.req.param('tenant') });
     const before = await gateway.principals.get(c.req.param('tenant'), c.req.param('principal'));
     if (before.ok) note.before = before.value.publicKeys;
     const deleted = await gateway.principals.delete(c.req.param('tenant'), c.req.param('principal'));

@@ -118,7 +118,7 @@ export function adminUsageRoutes(door: Hono, gateway: Gateway, source: (c: Conte
 
   door.put('/tenants/:tenant', async (c) => {
     const tenant = c.req.param('tenant');
-    const note = noteAudit({ action: 'tenant.budget_changed', target: `tenant:${tenant}`, tenant });
+    const note = noteAudit(c, { action: 'tenant.budget_changed', target: `tenant:${tenant}`, tenant });
     const body = await readJson(c);
     if (!body.ok) return errorResponse(c, 'invalid_input', body.message);
     const parsed = TenantSchema.safeParse(body.value);

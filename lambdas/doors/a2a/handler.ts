@@ -21,7 +21,7 @@ import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import type { PushConfig } from '../../core/model.js';
 import type { Caller, PushTarget, Tasks } from '../../core/a2a/tasks.js';
 import { orThrow, outcomeOf } from './errors.js';
-import { auditDone, noteAudit, noteCancelled, noteStarted, type AuditNote } from '../audit.js';
+import { noteCancelled, noteStarted, type AuditNote, type RequestAudit } from '../audit.js';
 
 /**
  * TaskState values with a meaning as a ListTasks filter. Any other is no filter: 0 is proto3's
@@ -40,6 +40,8 @@ export class AgentRequestHandler implements A2ARequestHandler {
     private readonly tasks: Tasks,
     private readonly caller: Caller,
     private readonly card: AgentCard,
+    /** The request's audit notes: each method that changes something notes its act. */
+    private readonly audit: RequestAudit,
     /** Aborted when the HTTP reader goes away: streams and blocking sends stop waiting. */
     private readonly signal: AbortSignal,
     /** A last-seen cursor for SubscribeToTask (metadata or Last-Event-ID). */
@@ -98,13 +100,13 @@ export class AgentRequestHandler implements A2ARequestHandler {
   }
 
   async cancelTask(params: CancelTaskRequest): Promise<Task> {
-    return audited({ action: 'run.cancel_requested', target: `task:${params.id}` }, async (note) =>
+    return this.audited({ action: 'run.cancel_requested', target: `task:${params.id}` }, async (note) =>
       orThrow(await this.tasks.cancelTask(this.caller, params.id, params.metadata?.cancel, (run) => noteCancelled(note, run, this.caller.requestId ?? ''))),
     );
   }
 
   async createTaskPushNotificationConfig(params: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
-    return audited({ action: 'push_config.created', target: `push_config:${params.taskId}/${params.id || '?'}` }, async (note) => {
+    return this.audited({ action: 'push_config.created', target: `push_config:${params.taskId}/${params.id || '?'}` }, async (note) => {
       this.requirePush();
       const config = orThrow(await this.tasks.createPushConfig(this.caller, params.taskId, pushTarget(params)));
       note.target = `push_config:${config.taskId}/${config.configId}`;
@@ -125,7 +127,7 @@ export class AgentRequestHandler implements A2ARequestHandler {
   }
 
   async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest): Promise<void> {
-    return audited({ action: 'push_config.deleted', target: `push_config:${params.taskId}/${params.id}` }, async () => {
+    return this.audited({ action: 'push_config.deleted', target: `push_config:${params.taskId}/${params.id}` }, async () => {
       this.requirePush();
       orThrow(await this.tasks.deletePushConfig(this.caller, params.taskId, params.id));
     });
@@ -137,7 +139,7 @@ export class AgentRequestHandler implements A2ARequestHandler {
 
   private async send(params: SendMessageRequest) {
     const asked = params.message?.taskId ? { action: 'ask.answered' as const, target: `task:${params.message.taskId}` } : { action: 'run.submitted' as const, target: `agent:${this.caller.agentId}` };
-    return audited(asked, async (note) => {
+    return this.audited(asked, async (note) => {
       if (!params.message) throw new RequestMalformedError('message is required');
       const inline = params.configuration?.taskPushNotificationConfig;
       if (inline?.url && !this.tasks.pushes) throw new PushNotificationNotSupportedError();
@@ -154,22 +156,22 @@ export class AgentRequestHandler implements A2ARequestHandler {
     });
   }
 
+  /** Notes the request's act for its audit record, and its refusal's code when it throws one (A2A answers refusals with 200). */
+  private async audited<T>(asked: Pick<AuditNote, 'action' | 'target'>, act: (note: AuditNote) => Promise<T>): Promise<T> {
+    const note = this.audit.note({ ...asked });
+    try {
+      const done = await act(note);
+      await this.audit.done(note);
+      return done;
+    } catch (error) {
+      note.outcome = outcomeOf(error);
+      await this.audit.done(note);
+      throw error;
+    }
+  }
+
   private requirePush(): void {
     if (!this.tasks.pushes) throw new PushNotificationNotSupportedError();
-  }
-}
-
-/** Notes the request's act for its audit record, and its refusal's code when it throws one (A2A answers refusals with 200). */
-async function audited<T>(asked: Pick<AuditNote, 'action' | 'target'>, act: (note: AuditNote) => Promise<T>): Promise<T> {
-  const note = noteAudit({ ...asked });
-  try {
-    const done = await act(note);
-    await auditDone(note);
-    return done;
-  } catch (error) {
-    note.outcome = outcomeOf(error);
-    await auditDone(note);
-    throw error;
   }
 }
 

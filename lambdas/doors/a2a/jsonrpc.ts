@@ -1,3 +1,4 @@
+import { requestAudit } from '../audit.js';
 import { A2A_VERSION_HEADER, type AgentCard } from '@a2a-js/sdk';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { A2A_ERROR_CODE, ContentTypeNotSupportedError } from '@a2a-js/sdk/errors';
@@ -54,7 +55,7 @@ export async function jsonRpc(
   if (deep) return c.json({ jsonrpc: '2.0', id, error: mapError(a2aError({ ok: false, code: 'invalid_input', message: deep })) });
   const stop = new AbortController();
   const caller = callerOf(c, agent);
-  const handler = tracedA2a(new AgentRequestHandler(tasks, caller, card, stop.signal, cursorFrom(c, paramsMetadata(body)), sse.maxDurationMs), tracing, requestTraceContext(c));
+  const handler = tracedA2a(new AgentRequestHandler(tasks, caller, card, requestAudit(c), stop.signal, cursorFrom(c, paramsMetadata(body)), sse.maxDurationMs), tracing, requestTraceContext(c));
   const transport = legacy ? new LegacyJsonRpcTransportHandler(handler) : new JsonRpcTransportHandler(handler);
   // Arrays, primitives and null are the transport's to refuse (Invalid Request), not ours.
   const answer = await transport.handle(body as Record<string, unknown>, context);

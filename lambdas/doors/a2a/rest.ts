@@ -1,3 +1,4 @@
+import { requestAudit } from '../audit.js';
 import {
   A2A_CONTENT_TYPE,
   A2A_VERSION_HEADER,
@@ -57,7 +58,7 @@ export function bindingCall(options: RestOptions, binding: Binding, work: (call:
       validateVersion(context.requestedVersion, card, 'HTTP+JSON');
       const metadata = isObject(body) && isObject(body.metadata) ? body.metadata : undefined;
       const caller = callerOf(c, agent);
-      const handler = tracedA2a(new AgentRequestHandler(options.tasks, caller, card, stop.signal, cursorFrom(c, metadata), options.sse.maxDurationMs), options.tracing, requestTraceContext(c));
+      const handler = tracedA2a(new AgentRequestHandler(options.tasks, caller, card, requestAudit(c), stop.signal, cursorFrom(c, metadata), options.sse.maxDurationMs), options.tracing, requestTraceContext(c));
       return await work({ handler, context, stop, body, c });
     } catch (error) {
       stop.abort();

@@ -36,7 +36,7 @@ export function adminProviderRoutes(door: Hono, gateway: Gateway): void {
 
   door.put('/providers/:providerId', async (c) => {
     const providerId = c.req.param('providerId');
-    const note = noteAudit({ action: 'provider.changed', target: `provider:${providerId}`, tenant: null });
+    const note = noteAudit(c, { action: 'provider.changed', target: `provider:${providerId}`, tenant: null });
     if (!PROVIDER_ID.test(providerId)) {
       return errorResponse(c, 'invalid_input', 'ProviderRegistration.providerId: the path\'s provider id must be 1 to 128 letters, digits, ".", "_" or "-"');
     }
@@ -52,7 +52,7 @@ export function adminProviderRoutes(door: Hono, gateway: Gateway): void {
   });
 
   door.delete('/providers/:providerId', async (c) => {
-    const note = noteAudit({ action: 'provider.deleted', target: `provider:${c.req.param('providerId')}`, tenant: null });
+    const note = noteAudit(c, { action: 'provider.deleted', target: `provider:${c.req.param('providerId')}`, tenant: null });
     note.before = await gateway.link.providers.get(c.req.param('providerId'));
     return (await gateway.link.providers.delete(c.req.param('providerId'))) ? c.body(null, 204) : errorResponse(c, 'not_found', `no provider "${c.req.param('providerId')}"`);
   });
