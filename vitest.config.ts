@@ -45,15 +45,21 @@ const BOXED = ['test/aws/fault-matrix.test.ts'];
  * over dynalite (test/support/stores.ts reads FUNDUQ_TEST_STORE). All three share one pool of
  * workers (vitest's default would leave a core idle).
  */
+/**
+ * The suite's projects but the AWS box's run their files one after another in each worker, sharing
+ * its loaded modules (`isolate: false`): importing the gateway and the AWS SDK afresh for each of
+ * some 250 files cost more CPU than a third of the suite's tests. No test relies on a fresh module.
+ */
 export default defineConfig({
   test: {
     ...runWide,
     projects: [
-      { test: { ...shared, name: 'sqlite', include: ['test/**/*.test.ts'], exclude: BOXED, maxWorkers: workers, env: { ...quiet, FUNDUQ_TEST_STORE: 'sqlite' } } },
+      { test: { ...shared, name: 'sqlite', isolate: false, include: ['test/**/*.test.ts'], exclude: BOXED, maxWorkers: workers, env: { ...quiet, FUNDUQ_TEST_STORE: 'sqlite' } } },
       {
         test: {
           ...shared,
           name: 'dynamodb',
+          isolate: false,
           include: ['test/core/**/*.test.ts', 'test/doors/**/*.test.ts', 'test/adapters/run-store.test.ts', 'test/adapters/record-model.test.ts', 'test/adapters/usage-store.test.ts', 'test/adapters/provider-store.test.ts'],
           maxWorkers: workers,
           env: { ...quiet, FUNDUQ_TEST_STORE: 'dynamodb' },

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseApiKeys, type ApiKeys } from '../lambdas/doors/api-keys.js';
 import { startLocalGateway } from '../lambdas/runtimes/local.js';
-import { defaultBudget, GATEWAY_SETTINGS, LOCAL_SETTINGS, readSettings, SettingsError } from '../lambdas/runtimes/settings.js';
+import { defaultBudget, GATEWAY_SETTINGS, LOCAL_SETTINGS, readSettings, retentionSettings, SettingsError } from '../lambdas/runtimes/settings.js';
 import { createTracing } from '../lambdas/adapters/otel/tracing.js';
 import { tracingConfig } from '../lambdas/runtimes/tracing.js';
 
@@ -46,6 +46,7 @@ try {
 const settings = {
   ...read,
   tenantBudget: defaultBudget(read),
+  retention: retentionSettings(read),
   dataDir: resolve(read.dataDir),
   apiKeys: apiKeysFrom(read.apiKeysFile),
   agentsFile: read.agentsFile ? resolve(read.agentsFile) : undefined,

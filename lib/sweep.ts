@@ -41,7 +41,7 @@ export class Sweep extends Construct {
     super(scope, id);
     this.function = new GatewayFunction(this, 'Sweep', {
       handler: 'sweep',
-      description: 'funduq: gives back what requests whose door died took, and fails runs whose dispatcher was lost',
+      description: 'funduq: gives back what requests whose door died took, fails runs whose dispatcher was lost, seals the audit log and deletes what retention ended',
       timeout: Duration.seconds(60),
       memorySize: 256,
       logRetention: props.logRetention,
@@ -68,5 +68,10 @@ export class Sweep extends Construct {
     props.store.runEvents.grant(fn, 'dynamodb:Query', 'dynamodb:PutItem');
     props.threadQueue.grantRelease(fn);
     props.threadQueue.grantRedeliver(fn);
+    // Retention's pass, once an hour: it deletes what retention ended (BatchWriteItem on both
+    // tables), and on finishing a deletion cut short reads whether its audit record was written
+    // (BatchGetItem).
+    props.store.runs.grant(fn, 'dynamodb:BatchWriteItem', 'dynamodb:BatchGetItem');
+    props.store.runEvents.grant(fn, 'dynamodb:BatchWriteItem');
   }
 }

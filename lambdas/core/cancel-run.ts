@@ -5,6 +5,7 @@ import { ok, refuse, type Result } from './errors.js';
 import { isTerminal, type Principal, type Run } from './model.js';
 import { openAsks } from './outcome.js';
 import type { LinkCore } from './link/deps.js';
+import { liveRun } from './retention/expiry.js';
 import { cancelLinkRun } from './link/offers.js';
 
 /**
@@ -15,7 +16,7 @@ import { cancelLinkRun } from './link/offers.js';
  * anything says whether the run is cancellable; the key that asked is recorded on the run.
  */
 export async function cancelRun(core: Core, runId: string, principal: Principal, proof?: unknown, requestId?: string): Promise<Result<Run>> {
-  const run = await core.store.runs.getOf(principal.tenant, runId);
+  const run = await liveRun(core, await core.store.runs.getOf(principal.tenant, runId));
   if (!run) return refuse('run_not_found', `no run "${runId}"`);
   const by = await checkCancel(core, run, proof);
   if (!by.ok) return by;

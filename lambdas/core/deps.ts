@@ -2,6 +2,7 @@ import type { AuditEntry } from './audit/record.js';
 import type { AuditSeal } from './audit/seal.js';
 import { Ledger } from './ledger.js';
 import type { LinkProvider, Tenant } from './model.js';
+import type { TenantRetention } from './retention/policy.js';
 import { agentForDispatch, Recent, RecentAgents } from './recent-agents.js';
 import { DEFAULT_LINK_SETTINGS, type CoreSettings, type LinkSettings } from './settings.js';
 import type { ActorProofs, AskTimer, ChangeFeed, Clock, IdSource, LinkChannels, LinkedProvider, LinkKeys, LinkRoster, LinkTimer, Provider, RunStore, StreamRules, ThreadQueue } from './ports.js';
@@ -77,6 +78,8 @@ export interface Core extends CoreDeps {
   linkSettings: LinkSettings;
   /** Link providers' registrations read moments ago: an offer reads its provider's limit without a store read per run. */
   recentProviders: Recent<LinkProvider | null>;
+  /** Tenants' own retention read moments ago (every read of a thread asks); null for a tenant with none. */
+  recentRetention: Recent<TenantRetention | null>;
   /** Where dispatchers hold leases: what the readers of runs (both doors) check a quiet run's lease with; set by the gateway. */
   lapse?: LapseCheck;
 }
@@ -88,5 +91,5 @@ export function coreOf(deps: CoreDeps): Core {
   const life = deps.life ?? UNOBSERVED;
   const ledger = new Ledger({ ...deps, life, agentOf: (agentId) => agentForDispatch({ store: deps.store, recentAgents }, agentId), budgets });
   const linkSettings = { ...DEFAULT_LINK_SETTINGS, ...deps.settings.link };
-  return { ...deps, life, ledger, recentAgents, recentTenants, linkSettings, recentProviders: new Recent(deps.clock) };
+  return { ...deps, life, ledger, recentAgents, recentTenants, linkSettings, recentProviders: new Recent(deps.clock), recentRetention: new Recent(deps.clock) };
 }

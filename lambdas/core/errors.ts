@@ -10,6 +10,7 @@ export type RefusalCode =
   | 'agent_in_use'
   | 'thread_not_found'
   | 'thread_agent_mismatch'
+  | 'thread_expired'
   | 'thread_queue_full'
   | 'tenant_rate_limited'
   | 'tenant_concurrency_limited'

@@ -20,6 +20,11 @@ import { threadView } from './thread-view.js';
 import { exportAudit } from './audit/export.js';
 import type { AuditEntry, AuditQuery } from './audit/record.js';
 import { sealAudit, type AuditSeal } from './audit/seal.js';
+import { holdTenant, holdThread, retentionView, setRetention } from './retention/admin.js';
+import { gatewayPolicy, liveRun } from './retention/expiry.js';
+import { applyRetention } from './retention/pass.js';
+import { cutoffOf, type TenantPolicy } from './retention/policy.js';
+import type { LegalHold, ThreadRef } from './model.js';
 import { writeAudit } from './audit/write.js';
 
 export interface GatewayOptions {
@@ -77,7 +82,7 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
     recover: () => recover(core),
     followRun: (runId: string, afterSeq: number, signal?: AbortSignal) => followRun(core, runId, afterSeq, signal),
     threadView: (threadId: string, principal: Principal) => threadView(core, threadId, principal),
-    getRun: (runId: string, principal: Principal) => core.store.runs.getOf(principal.tenant, runId),
+    getRun: async (runId: string, principal: Principal) => liveRun(core, await core.store.runs.getOf(principal.tenant, runId)),
     putAgent: async (agent: Agent) => {
       await core.store.agents.put(agent);
       core.recentAgents.forget(agent.id);
@@ -102,7 +107,11 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
     /** The audit log (core/audit): records written with each act, sealed into signed segments, listed and exported. */
     audit: {
       write: (entry: AuditEntry) => writeAudit(core, entry),
-      list: (query: AuditQuery) => core.store.audit.list(query),
+      /** Records past the audit days are gone from the listing at once (and deleted by the next retention pass). */
+      list: (query: AuditQuery) => {
+        const before = cutoffOf(gatewayPolicy(core).auditDays, core.clock.now());
+        return core.store.audit.list(before !== undefined && query.from < before ? { ...query, from: before } : query);
+      },
       /** Seals what is not sealed yet, with the gateway's key or the one given (read late: a secret); 0 where no key seals. */
       seal: (seal: AuditSeal | undefined = core.auditSeal) => (seal ? sealAudit({ log: core.store.audit, seal, clock: core.clock }) : Promise.resolve(0)),
       /** The public key segments are signed with (what the verifier is given), if any. */
@@ -111,6 +120,14 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
       /** The gateway's clock: a listing's default range ends now. */
       now: () => core.clock.now(),
       export: () => exportAudit(core.store.audit, { publicKey: core.auditSeal?.publicKey, exportedAt: new Date(core.clock.now()).toISOString() }, core.clock.now()),
+    },
+    /** Retention (core/retention): each tenant's policy and legal hold, threads' holds, and the pass that deletes what retention ended. */
+    retention: {
+      view: (tenant: string) => retentionView(core, tenant),
+      set: (tenant: string, policy: TenantPolicy | null) => setRetention(core, tenant, policy),
+      holdTenant: (tenant: string, hold: LegalHold | undefined) => holdTenant(core, tenant, hold),
+      holdThread: (thread: ThreadRef, hold: LegalHold | undefined) => holdThread(core, thread, hold),
+      apply: () => applyRetention(core),
     },
     /** Metering: what runs used, by tenant, agent, day and model, and the tenants' budgets. */
     usage: {

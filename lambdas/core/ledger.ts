@@ -313,7 +313,7 @@ export class Ledger {
    * the thread-queue message a link run held; once, whoever calls.
    */
   private async giveBack(run: Run): Promise<void> {
-    await this.deps.store.threads.releasePlace(run, run.runId);
+    await this.deps.store.threads.releasePlace(run, run.runId, new Date(this.deps.clock.now()).toISOString());
     if (run.tenantPlace) await this.deps.store.tenants.releasePlace(run.tenant, run.runId);
     if (run.link?.hold !== undefined) await this.deps.queue.release(run.link.hold);
   }

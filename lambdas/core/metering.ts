@@ -3,6 +3,7 @@ import { exhausted, periodEnd, periodOf, spendIn } from './budgets.js';
 import type { Core } from './deps.js';
 import { ok, refuse, type Result } from './errors.js';
 import type { Budget, Spend, Tenant } from './model.js';
+import { usageKept } from './retention/expiry.js';
 import { sumUsage, totalTokens, type UsageRecord } from './usage.js';
 
 export type UsageGroup = 'agent' | 'day' | 'model';
@@ -66,9 +67,10 @@ export function usageRange(given: { from?: string; to?: string }, now: number): 
 /** Every usage record of a range, page by page. */
 export async function* usageRecords(core: Core, range: UsageRange): AsyncGenerator<UsageRecord> {
   let cursor: string | undefined;
+  const kept = usageKept(core);
   do {
     const page = await core.store.usage.list({ tenant: range.tenant, from: range.from, to: range.to, limit: PAGE, cursor });
-    for (const record of page.records) if (range.agentId === undefined || record.agentId === range.agentId) yield record;
+    for (const record of page.records) if ((range.agentId === undefined || record.agentId === range.agentId) && (await kept(record))) yield record;
     cursor = page.cursor;
   } while (cursor !== undefined);
 }
@@ -77,11 +79,12 @@ export async function* usageRecords(core: Core, range: UsageRange): AsyncGenerat
 export async function usagePage(core: Core, range: UsageRange & { limit: number; cursor?: string }): Promise<Result<{ records: UsageRecord[]; cursor?: string }>> {
   const records: UsageRecord[] = [];
   let cursor = range.cursor;
+  const kept = usageKept(core);
   try {
     // A page filtered by agent may take more than one page of the store.
     do {
       const page = await core.store.usage.list({ tenant: range.tenant, from: range.from, to: range.to, limit: range.limit - records.length, cursor });
-      records.push(...page.records.filter((record) => range.agentId === undefined || record.agentId === range.agentId));
+      for (const record of page.records) if ((range.agentId === undefined || record.agentId === range.agentId) && (await kept(record))) records.push(record);
       cursor = page.cursor;
     } while (cursor !== undefined && records.length < range.limit);
   } catch (error) {

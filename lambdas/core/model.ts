@@ -182,6 +182,15 @@ export interface LinkProvider {
   createdAt: string;
 }
 
+/** A legal hold (on a thread or a whole tenant): nothing it covers is deleted until it is lifted (`core/retention`). */
+export interface LegalHold {
+  /** When it was placed (ISO). */
+  at: string;
+  /** Who placed it (the admin, through which request: its audit record says). */
+  by: string;
+  reason?: string;
+}
+
 export interface Thread {
   threadId: string;
   agentId: string;
@@ -201,6 +210,10 @@ export interface Thread {
    * bound to it for good. Absent, the thread is open.
    */
   head?: string;
+  /** When a run last arrived or settled on it (ISO): its retention is counted from then (`core/retention`). */
+  lastActivityAt?: string;
+  /** A legal hold on the thread: its content is kept, whatever its retention, until the hold is lifted. */
+  hold?: LegalHold;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Budget } from './model.js';
+import type { RetentionPolicy } from './retention/policy.js';
 
 export interface CoreSettings {
   /** At most this many runs wait `queued` per thread; the next is refused with `thread_queue_full`. */
@@ -19,6 +20,8 @@ export interface CoreSettings {
    * mid-run); absent (one machine, whose restart fails such runs `orphaned_by_restart`), none.
    */
   lease?: LeaseSettings;
+  /** How long the record keeps what it holds, for tenants with no policy of their own; each field left out takes `DEFAULT_RETENTION`'s. */
+  retention?: Partial<RetentionPolicy>;
 }
 
 /** How a dispatcher holds its run (AWS: a Lambda environment may die mid-run; one machine's restart fails such runs itself). */

@@ -12,6 +12,7 @@ import { openAsks } from './outcome.js';
 import { callerInput, sameInput } from './run-input.js';
 import { admitBudget } from './budgets.js';
 import { admitRun, withdraw } from './tenant-limits.js';
+import { isExpired, tenantRule } from './retention/expiry.js';
 import { isoNow } from './time.js';
 
 export interface StartRunRequest {
@@ -90,12 +91,16 @@ async function startAgUiRun(core: Core, request: StartRunRequest): Promise<Resul
   const badId = callerIdProblem('threadId', input.threadId) ?? callerIdProblem('runId', input.runId);
   if (badId) return refuse('invalid_input', badId);
   const ref = { tenant: request.principal.tenant, threadId: input.threadId };
-  // Three independent reads, in parallel: they are most of the time to a run's first event.
-  const [agent, existing, thread] = await Promise.all([store.agents.get(request.agentId), store.runs.get(input.runId), store.threads.get(ref)]);
+  // Independent reads, in parallel: they are most of the time to a run's first event.
+  const [agent, existing, thread, rule] = await Promise.all([store.agents.get(request.agentId), store.runs.get(input.runId), store.threads.get(ref), tenantRule(core, ref.tenant)]);
   if (!agent) return refuse('agent_not_found', `no agent named "${request.agentId}"`);
   core.recentAgents.remember(agent);
-  if (existing) return attach(existing, request, input);
   let waiting = thread?.waitingRunId ? await store.runs.get(thread.waitingRunId) : undefined;
+  // A thread retention ended is gone for its readers and on its way out: nothing joins it.
+  if (thread && (await isExpired(core, thread, rule, waiting))) {
+    return refuse('thread_expired', `thread "${thread.threadId}" was last active ${thread.lastActivityAt ?? thread.createdAt} and its retention has ended: its content is being deleted; send the message on a new thread (another threadId)`);
+  }
+  if (existing) return attach(existing, request, input);
   if (thread && (input.resume ?? []).length > 0 && openAsks(waiting).length === 0) {
     // An answer sent the moment its interrupt arrived may come before its run is the thread's
     // waiting run (that write follows the run's end, which the caller read): the thread's latest
@@ -351,20 +356,20 @@ async function land(core: Core, request: AdmittedRequest, place: Place, landing:
           undo.push(() => core.ledger.reopenAsks(landing.waiting.runId, landing.closing));
           core.life.answered?.(closed, { runId: input.runId, askIds: Object.keys(landing.closing) });
         }
-        const arrival = await core.store.threads.reserveArrival(landing.waiting, input.runId, undefined);
+        const arrival = await core.store.threads.reserveArrival(landing.waiting, input.runId, undefined, isoNow(core));
         undo.push(() => core.store.threads.releasePlace(landing.waiting, input.runId));
         return await accept(core, request, arrival ?? 0, lineageOf(input, landing));
       }
       case 'interjection': {
         // Dispatched at once beside the running run it names: it takes a place but does not wait for one.
-        const arrival = await core.store.threads.reserveArrival(landing.target, input.runId, undefined);
+        const arrival = await core.store.threads.reserveArrival(landing.target, input.runId, undefined, isoNow(core));
         undo.push(() => core.store.threads.releasePlace(landing.target, input.runId));
         return await accept(core, request, arrival ?? 0, lineageOf(input, landing));
       }
       case 'ordinary': {
         // Places count runs not yet settled, so a thread holds one running run plus `threadQueueLimit` queued.
         const limit = core.settings.threadQueueLimit;
-        const arrival = await core.store.threads.reserveArrival(thread.value, input.runId, limit + 1);
+        const arrival = await core.store.threads.reserveArrival(thread.value, input.runId, limit + 1, isoNow(core));
         if (arrival === undefined) {
           return refuse('thread_queue_full', `thread "${thread.value.threadId}" already has ${limit} runs waiting`);
         }

@@ -1,9 +1,10 @@
 import type { Message } from '@ag-ui/core';
-import type { CoreDeps } from './deps.js';
+import type { Core } from './deps.js';
 import { refuse, ok, type Result } from './errors.js';
 import { foldThread } from './fold.js';
 import type { Ask, Principal, Run, RunUsage } from './model.js';
 import { openAsks } from './outcome.js';
+import { liveThread } from './retention/expiry.js';
 import { traceOf } from './run-context.js';
 
 export interface ThreadView {
@@ -33,8 +34,8 @@ export interface RunSummary {
   traceId?: string;
 }
 
-export async function threadView(deps: CoreDeps, threadId: string, principal: Principal): Promise<Result<ThreadView>> {
-  const thread = await deps.store.threads.get({ tenant: principal.tenant, threadId });
+export async function threadView(deps: Core, threadId: string, principal: Principal): Promise<Result<ThreadView>> {
+  const thread = await liveThread(deps, { tenant: principal.tenant, threadId });
   if (!thread) return refuse('thread_not_found', `no thread "${threadId}"`);
   const runs = await deps.store.runs.listOfThread(thread);
   const waiting = runs.find((run) => run.runId === thread.waitingRunId);

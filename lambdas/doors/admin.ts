@@ -7,6 +7,7 @@ import { errorResponse } from './http-errors.js';
 import { describeIssue, readJson } from './input.js';
 import { adminPrincipalRoutes } from './principal-keys.js';
 import { adminUsageRoutes } from './usage.js';
+import { adminRetentionRoutes } from './retention.js';
 import { adminProviderRoutes } from './link/admin-providers.js';
 import { credentialIdOf } from './api-keys.js';
 import { auditRequests, noteAudit } from './audit.js';
@@ -76,6 +77,7 @@ export function adminDoor(gateway: Gateway, options: AdminOptions) {
   adminPrincipalRoutes(door, gateway);
   adminUsageRoutes(door, gateway, (c) => (options.publicUrl ?? new URL(c.req.url).origin).replace(/\/+$/, ''));
   adminAuditRoutes(door, gateway);
+  adminRetentionRoutes(door, gateway);
 
   door.delete('/agents/:agentId', async (c) => {
     const note = noteAudit(c, { action: 'agent.deleted', target: `agent:${c.req.param('agentId')}`, tenant: null });

@@ -24,6 +24,7 @@ const STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   invalid_resolution: 403,
   invalid_cancel: 403,
   interrupt_expired: 410,
+  thread_expired: 410,
   content_type_not_supported: 415,
   thread_queue_full: 429,
   tenant_rate_limited: 429,

@@ -26,6 +26,7 @@ export interface SweepEvent {
 export function createSweep(options: Omit<WiringOptions, 'providers'>) {
   const { gateway } = createWiring(options, { queue: sqsThreadQueue, timer: stepFunctionsAskTimer });
   const seal = auditSealOf(options);
+  let lastPass = Number.NEGATIVE_INFINITY;
   return async (event: SweepEvent, context?: Context): Promise<void> => {
     if (context) logger.addContext(context);
     try {
@@ -38,6 +39,12 @@ export function createSweep(options: Omit<WiringOptions, 'providers'>) {
       const lapsed = await gateway.failLapsed();
       if (lapsed.failed + lapsed.released + lapsed.redelivered > 0) logger.warn('runs whose dispatcher was lost were failed dispatch_lost, or delivered again while still queued', { ...lapsed });
       metrics.addMetric('RunsFailedDispatchLost', MetricUnit.Count, lapsed.failed);
+      // Retention's pass, once an hour per environment (at its first sweep, then each hour after).
+      const now = gateway.audit.now();
+      if (now - lastPass >= RETENTION_PASS_MS) {
+        lastPass = now;
+        await deleteExpired(gateway);
+      }
     } finally {
       publishMetrics();
     }
@@ -72,6 +79,20 @@ async function sealAuditLog(gateway: Gateway, seal: (() => Promise<AuditSeal>) |
     metrics.addMetric('AuditRecordsSealed', MetricUnit.Count, sealed);
   } catch (error) {
     logger.error('the audit log could not be sealed this time; its records stay pending until the next sweep seals them', { code: 'audit_seal_failed', error: error as Error });
+  }
+}
+
+/** How often an environment of the sweep runs retention's pass: what retention ended is deleted within the hour (reads stop showing it at once). */
+const RETENTION_PASS_MS = 3_600_000;
+
+/** Deletes what retention ended; a failure is logged, and the next pass deletes it (reads hide it meanwhile). */
+async function deleteExpired(gateway: Gateway): Promise<void> {
+  try {
+    const deleted = await gateway.retention.apply();
+    if (deleted.threads + deleted.usageRecords + deleted.auditRecords > 0) logger.info('retention deleted what it ended', { ...deleted });
+    metrics.addMetric('RetentionThreadsDeleted', MetricUnit.Count, deleted.threads);
+  } catch (error) {
+    logger.error('retention could not delete what it ended this time; reads hide it, and the next pass deletes it', { code: 'retention_pass_failed', error: error as Error });
   }
 }
 

@@ -31,7 +31,7 @@ import { ENV } from './environment.js';
 import { logger, metrics } from './powertools.js';
 import { PUSH_SENDER_SETTINGS } from './push-delivery.js';
 import { secretPushKeys } from './push-keys.js';
-import { defaultBudget, DEPLOY_SETTINGS, GATEWAY_SETTINGS, LEASE_SETTINGS, leaseSettings, linkSettings, readSettings } from './settings.js';
+import { defaultBudget, DEPLOY_SETTINGS, GATEWAY_SETTINGS, LEASE_SETTINGS, leaseSettings, linkSettings, readSettings, retentionSettings } from './settings.js';
 import { runMetrics } from './run-metrics.js';
 import { usageMetrics } from './usage-metrics.js';
 
@@ -149,6 +149,7 @@ export function createWiring(options: WiringOptions, ports: AwsPorts = {}): { ga
         tenantBudget: defaultBudget(settings),
         link: linkSettings(settings),
         lease: leaseSettings(readSettings(LEASE_SETTINGS, 'env', (name) => env[name])),
+        retention: retentionSettings(settings),
       },
       life: composeRunLife([...(options.observers ?? defaultObservers()), ...telemetryObservers(options.tracing)], (error, moment) =>
         logger.error('an observer of runs failed; the run goes on', { error: error as Error, moment }),

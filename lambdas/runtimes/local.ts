@@ -35,6 +35,7 @@ import { lostAudit } from '../doors/audit-routes.js';
 import { LINK_PATH } from '../../packages/provider/src/wire.js';
 import type { Server } from 'node:http';
 import type { LinkSettings } from '../core/settings.js';
+import type { RetentionPolicy } from '../core/retention/policy.js';
 import { linkSettings, LOCAL_SETTINGS } from './settings.js';
 
 export type LocalStoreKind = 'sqlite' | 'dynamodb';
@@ -42,6 +43,10 @@ export type LocalStoreKind = 'sqlite' | 'dynamodb';
 export interface LocalSettings {
   /** How often the audit log is sealed (default `AUDIT_SEAL_MS`, a minute). */
   auditSealMs?: number;
+  /** How long the record keeps what it holds, for tenants with no policy of their own (each left out: `DEFAULT_RETENTION`'s). */
+  retention?: Partial<RetentionPolicy>;
+  /** How often retention's pass deletes what retention ended (default `RETENTION_PASS_MS`, an hour). */
+  retentionPassMs?: number;
   /** Where the record is kept (see `DATA_DIR_FILES`); undefined keeps it in memory (tests). */
   dataDir?: string;
   /** `sqlite` (the default), or `dynamodb`: the AWS adapter on dynalite, to see the AWS data model on one machine. */
@@ -167,6 +172,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
         ...(settings.tenantConcurrentRuns !== undefined ? { tenantConcurrentRuns: settings.tenantConcurrentRuns } : {}),
         ...(settings.tenantBudget !== undefined ? { tenantBudget: settings.tenantBudget } : {}),
         link: { ...linkSettings(settings), ...settings.link },
+        ...(settings.retention !== undefined ? { retention: settings.retention } : {}),
       },
     },
     { a2a: { push: sender } },
@@ -217,6 +223,8 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
   timer.start((runId) => gateway.expireAsks(runId));
   // The audit log is sealed every minute (and at the end): a record stays pending at most that long.
   const sealing = startSealing(gateway, settings.auditSealMs ?? AUDIT_SEAL_MS, report('sealing the audit log'));
+  // What retention ended is deleted within the hour (reads stop showing it at once).
+  const retention = every(settings.retentionPassMs ?? RETENTION_PASS_MS, () => gateway.retention.apply(), report('deleting what retention ended'), true);
 
   const { port } = server.address() as AddressInfo;
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
@@ -243,6 +251,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
     async close() {
       timer.stop();
       link.stop();
+      await retention.stop();
       await sealing.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -256,16 +265,32 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
 /** How often the audit log is sealed on one machine. */
 export const AUDIT_SEAL_MS = 60_000;
 
+/** How often retention's pass runs on one machine (and once at start). */
+export const RETENTION_PASS_MS = 3_600_000;
+
 /** Seals the audit log every `everyMs`, one seal at a time; `stop` waits for the one under way and seals what is left. */
 function startSealing(gateway: Gateway, everyMs: number, report: (error: unknown, runId: string) => void) {
-  let sealing: Promise<unknown> = Promise.resolve();
-  const seal = () => (sealing = sealing.then(() => gateway.audit.seal()).catch((error: unknown) => report(error, '')));
-  const interval = setInterval(seal, everyMs);
-  interval.unref();
+  const sealing = every(everyMs, () => gateway.audit.seal(), report);
   return {
     async stop() {
+      await sealing.stop();
+      await sealing.now();
+    },
+  };
+}
+
+/** Runs `work` every `everyMs`, one at a time (once at once when `atStart`); `stop` ends the timer and waits for the one under way. */
+function every(everyMs: number, work: () => Promise<unknown>, report: (error: unknown, runId: string) => void, atStart = false) {
+  let running: Promise<unknown> = Promise.resolve();
+  const now = () => (running = running.then(work).catch((error: unknown) => report(error, '')));
+  const interval = setInterval(now, everyMs);
+  interval.unref();
+  if (atStart) void now();
+  return {
+    now,
+    async stop() {
       clearInterval(interval);
-      await seal();
+      await running;
     },
   };
 }

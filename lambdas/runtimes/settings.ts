@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Budget } from '../core/model.js';
 import type { LeaseSettings, LinkSettings } from '../core/settings.js';
+import type { RetentionPolicy } from '../core/retention/policy.js';
 import { FUNCTION_NAME } from '../providers/function-name.js';
 
 /**
@@ -33,6 +34,12 @@ const limit = (max?: { most: number; why: string }) => {
     .refine((n) => n >= 1 && (max === undefined || n <= max.most), said);
 };
 const text = z.string().min(1, 'must not be empty');
+/** Days of retention: a whole number from 1 to 36,500, or `forever`. */
+const days = z
+  .string()
+  .regex(/^(\d{1,5}|forever)$/, 'must be a whole number of days from 1 to 36500, or forever')
+  .transform((v) => (v === 'forever' ? null : Number(v)))
+  .refine((n) => n === null || (n >= 1 && n <= 36_500), 'must be a whole number of days from 1 to 36500, or forever');
 const flag = z.enum(['true', 'false'], { errorMap: () => ({ message: 'must be true or false' }) }).transform((v) => v === 'true');
 const oneOf = <T extends string>(...values: [T, ...T[]]) =>
   z.enum(values, { errorMap: () => ({ message: `must be one of ${values.join(', ')}` }) });
@@ -94,13 +101,31 @@ export const GATEWAY_SETTINGS = {
    */
   linkGraceSeconds: setting({ env: 'FUNDUQ_LINK_GRACE_SECONDS', context: 'linkGraceSeconds', read: whole(1, 86_400) }),
   /** A run of a `link` agent that no provider took this long fails `no_provider_took_it`. Unset: 45. */
-  linkUnclaimedSeconds: setting({ env: 'FUNDUQ_LINK_UNCLAIMED_SECONDS', context: 'linkUnclaimedSeconds', read: whole(1, 86_400) }),};
+  linkUnclaimedSeconds: setting({ env: 'FUNDUQ_LINK_UNCLAIMED_SECONDS', context: 'linkUnclaimedSeconds', read: whole(1, 86_400) }),
+  /**
+   * Retention (docs/audit.md), for every tenant with no policy of its own: days a thread (its runs
+   * and events) is kept after its last activity (unset: for ever), days a usage record is kept
+   * (unset: for ever), and days an audit record is kept (the gateway's alone; unset: 400).
+   */
+  retentionContentDays: setting({ env: 'FUNDUQ_RETENTION_CONTENT_DAYS', context: 'retentionContentDays', read: days }),
+  retentionUsageDays: setting({ env: 'FUNDUQ_RETENTION_USAGE_DAYS', context: 'retentionUsageDays', read: days }),
+  retentionAuditDays: setting({ env: 'FUNDUQ_RETENTION_AUDIT_DAYS', context: 'retentionAuditDays', read: days }),
+};
 
 /** The provider link's clocks the gateway settings set, in the core's words; each left unset keeps the core's default. */
 export function linkSettings(settings: Partial<Pick<GatewaySettings, 'linkGraceSeconds' | 'linkUnclaimedSeconds'>>): Partial<LinkSettings> {
   return {
     ...(settings.linkGraceSeconds !== undefined ? { graceMs: settings.linkGraceSeconds * 1000 } : {}),
     ...(settings.linkUnclaimedSeconds !== undefined ? { unclaimedMs: settings.linkUnclaimedSeconds * 1000 } : {}),
+  };
+}
+
+/** The gateway's retention the settings describe, in the core's words; each left unset keeps the core's default. */
+export function retentionSettings(settings: Partial<Pick<GatewaySettings, 'retentionContentDays' | 'retentionUsageDays' | 'retentionAuditDays'>>): Partial<RetentionPolicy> {
+  return {
+    ...(settings.retentionContentDays !== undefined ? { contentDays: settings.retentionContentDays } : {}),
+    ...(settings.retentionUsageDays !== undefined ? { usageDays: settings.retentionUsageDays } : {}),
+    ...(settings.retentionAuditDays !== undefined ? { auditDays: settings.retentionAuditDays } : {}),
   };
 }
 

@@ -22,9 +22,12 @@ describe("a caller's stream of a run whose dispatcher died", { timeout: 120_000 
       const first = runInput(threadId, 'first');
       const behind = runInput(threadId, 'queued behind');
       let killed = false;
+      // When the dispatcher died: its lease lapses a lapse after its last renewal, at most a renewal before.
+      let diedAt = 0;
       box.hook = (call) => {
         if (killed || call.caller !== 'dispatcher' || !call.duringInvocation || call.action !== 'dynamodb:BatchWriteItem') return 'serve';
         killed = true;
+        diedAt = Date.now();
         return 'kill';
       };
       const post = (input: typeof first) => box.fetch(`${box.url}/agui/${agentId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input) });
@@ -36,7 +39,6 @@ describe("a caller's stream of a run whose dispatcher died", { timeout: 120_000 
       await eventually(() => expect(killed).toBe(true), 30_000);
       box.hook = () => 'serve';
       const sweeps = box.schedules.invocations.length;
-      const diedAt = Date.now();
 
       const ended = (await firstStream).events.at(-1)?.data;
       expect(ended).toMatchObject({ type: 'RUN_ERROR', code: 'dispatch_lost' });

@@ -189,9 +189,17 @@ describe('the audit log of every route', () => {
     await watched(url('/admin/tenants/acme/principals/alice'), asAdmin({ method: 'GET' }));
     await watched(url('/admin/tenants/acme/principals/alice'), asAdmin({ method: 'DELETE' }));
     await watched(url('/admin/tenants/acme/principals/alice'), asAdmin({ method: 'DELETE' }));
+    // Retention: a tenant's policy (valid and refused), a hold on the tenant and on one of its threads (and on none).
+    await watched(url('/admin/tenants/acme/retention'), asAdmin({ method: 'PUT', body: JSON.stringify({ contentDays: 400 }) }));
+    await watched(url('/admin/tenants/acme/retention'), asAdmin({ method: 'PUT', body: JSON.stringify({ contentDays: 0 }) }));
+    await watched(url('/admin/tenants/acme/hold'), asAdmin({ method: 'PUT', body: JSON.stringify({ reason: 'a case' }) }));
+    await watched(url('/admin/tenants/acme/hold'), asAdmin({ method: 'DELETE' }));
+    await watched(url('/admin/tenants/acme/threads/t-audit/hold'), asAdmin({ method: 'PUT' }));
+    await watched(url('/admin/tenants/acme/threads/no-such-thread/hold'), asAdmin({ method: 'PUT' }));
+    await watched(url('/admin/tenants/acme/threads/t-audit/hold'), asAdmin({ method: 'DELETE' }));
     // A wrong admin token: no identity, no record.
     await watched(url('/admin/agents/helper'), { method: 'DELETE', headers: { authorization: 'Bearer wrong' } });
-    for (const path of ['/admin/agents', '/admin/agents/demo', '/admin/link', '/admin/providers', '/admin/providers/p1', '/admin/usage', '/admin/usage/export', '/admin/tenants/acme', '/admin/audit', '/admin/audit/key', '/admin/audit/head', '/admin/audit/export']) {
+    for (const path of ['/admin/agents', '/admin/agents/demo', '/admin/link', '/admin/providers', '/admin/providers/p1', '/admin/usage', '/admin/usage/export', '/admin/tenants/acme', '/admin/tenants/acme/retention', '/admin/audit', '/admin/audit/key', '/admin/audit/head', '/admin/audit/export']) {
       await (await watched(url(path), asAdmin())).text();
     }
   });
@@ -207,7 +215,7 @@ describe('the audit log of every route', () => {
     // Each names what was done and to what, who did it, and how it ended.
     for (const o of observed.filter((o) => o.added.length === 1)) {
       const [record] = o.added;
-      expect(record.target).toMatch(/^(run|task|agent|tenant|provider|principal|push_config):./);
+      expect(record.target).toMatch(/^(run|task|agent|tenant|thread|provider|principal|push_config):./);
       expect(record.actor).toEqual(o.route.includes('/admin/') ? { kind: 'admin', principal: 'admin', credentialId: expect.stringMatching(/^[0-9a-f]{16}$/) } : { kind: 'principal', principal: 'alice', credentialId: expect.stringMatching(/^[0-9a-f]{16}$/) });
       expect(JSON.stringify(record)).not.toContain(ALICE);
       expect(JSON.stringify(record)).not.toContain(ADMIN);
@@ -238,6 +246,13 @@ describe('the audit log of every route', () => {
         'provider.deleted ok',
         'principal.keys_changed ok',
         'principal.keys_deleted ok',
+        'tenant.retention_changed ok',
+        'tenant.retention_changed invalid_input',
+        'tenant.hold_placed ok',
+        'tenant.hold_lifted ok',
+        'thread.hold_placed ok',
+        'thread.hold_placed thread_not_found',
+        'thread.hold_lifted ok',
         'principal.keys_deleted principal_not_found',
         'run.cancel_requested agent_not_found',
         'run.submitted agent_not_found',

@@ -422,14 +422,13 @@ describe('the sweep', () => {
     expect(only(synth({ arrivalSweepMinutes: 1 }).template, 'AWS::Events::Rule')[1].Properties.ScheduleExpression).toBe('rate(1 minute)');
   });
 
-  it('lets the sweep list the notes and the leases, read runs, give back places, reopen asks and arm their timers, fail a lapsed run, send to, release from and redeliver in the thread queue, read the identity key it seals the audit log with, and nothing else', () => {
+  it('lets the sweep list the notes and the leases, read runs, give back places, reopen asks and arm their timers, fail a lapsed run, send to, release from and redeliver in the thread queue, read the identity key it seals the audit log with, delete what retention ended, and nothing else', () => {
     const statements = statementsOf(template, 'sweep');
     const actions = actionsOf(template, 'sweep');
-    expect([...new Set(actions.filter((a) => a.startsWith('dynamodb:')))].sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
-    // Of the events table, only a lapsed run's log read and its RUN_ERROR appended.
-    for (const statement of statements.filter((s) => JSON.stringify(s.Action).includes('dynamodb:') && JSON.stringify(s.Resource).includes('StoreRunEvents'))) {
-      expect([statement.Action].flat().sort()).toEqual(['dynamodb:PutItem', 'dynamodb:Query']);
-    }
+    expect([...new Set(actions.filter((a) => a.startsWith('dynamodb:')))].sort()).toEqual(['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    // Of the events table, only a lapsed run's log read and its RUN_ERROR appended, and an expired thread's events deleted.
+    const eventActions = statements.filter((s) => JSON.stringify(s.Action).includes('dynamodb:') && JSON.stringify(s.Resource).includes('StoreRunEvents')).flatMap((s) => [s.Action].flat());
+    expect([...new Set(eventActions)].sort()).toEqual(['dynamodb:BatchWriteItem', 'dynamodb:PutItem', 'dynamodb:Query']);
     const releases = statements.filter((s) => JSON.stringify(s.Action).includes('sqs:DeleteMessage')).map((s) => JSON.stringify(s.Resource));
     expect(releases).toHaveLength(1);
     expect(releases[0]).not.toContain('DeadLetters');

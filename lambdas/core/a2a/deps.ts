@@ -1,6 +1,7 @@
 import type { Core } from '../deps.js';
 import { ok, refuse, type Result } from '../errors.js';
 import type { Agent, Principal, Run, RunContext } from '../model.js';
+import { liveRun } from '../retention/expiry.js';
 import type { PushSender } from '../ports.js';
 
 export interface A2aSettings {
@@ -38,7 +39,8 @@ export interface Caller {
 /** The task a caller names: its root run, at the caller's agent, in the caller's tenant. */
 export async function findTask(core: Core, caller: Caller, taskId: string): Promise<Result<Run>> {
   const { store } = core;
-  const root = taskId ? await store.runs.getOf(caller.principal.tenant, taskId) : undefined;
+  // A task whose context retention ended reads as an unknown one.
+  const root = taskId ? await liveRun(core, await store.runs.getOf(caller.principal.tenant, taskId)) : undefined;
   // An answer run is part of a task, not a task: only roots are found by id.
   if (!root || root.agentId !== caller.agentId || root.rootRunId !== root.runId) {
     return refuse('run_not_found', `no task "${taskId}" at agent "${caller.agentId}"`);

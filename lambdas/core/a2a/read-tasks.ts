@@ -4,6 +4,7 @@ import { ok, refuse, type Result } from '../errors.js';
 import type { Run } from '../model.js';
 import { findTask, type A2aCore, type Caller } from './deps.js';
 import { readTask } from './lineage.js';
+import { liveRuns } from '../retention/expiry.js';
 import type { TaskView } from './projection.js';
 
 export interface TaskQuery {
@@ -66,7 +67,8 @@ export async function listTasks(core: A2aCore, caller: Caller, query: TaskQuery)
       if (error instanceof RangeError) return refuse('invalid_input', 'pageToken is not a page token this gateway issued');
       throw error;
     }
-    const read = await Promise.all(page.runs.map((root) => readTask(store, root, query.view)));
+    const live = await liveRuns(core, page.runs);
+    const read = await Promise.all(live.map((root) => readTask(store, root, query.view)));
     tasks.push(...read.filter(matches));
     cursor = page.cursor;
   } while (cursor !== undefined && tasks.length < pageSize);

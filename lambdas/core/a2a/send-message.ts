@@ -10,6 +10,7 @@ import { findTask, type A2aCore, type Caller } from './deps.js';
 import { answerInput, ordinaryInput, type Landing as InboundLanding } from './inbound.js';
 import { lineageOf } from './lineage.js';
 import { putPushConfig, vetTarget, type PushTarget } from './push-configs.js';
+import { isExpired } from '../retention/expiry.js';
 import { Roles } from './vocabulary.js';
 
 export interface SendMessage extends Caller {
@@ -75,6 +76,9 @@ async function sendOnce(core: A2aCore, request: SendMessage): Promise<Result<Sen
       return refuse('thread_not_found', `no context "${message.contextId}": leave contextId out to start a new one`);
     }
     if (thread.agentId !== agentId) return refuse('thread_agent_mismatch', `context "${message.contextId}" belongs to another agent`);
+  }
+  if (thread && (await isExpired(core, thread))) {
+    return refuse('thread_expired', `context "${thread.threadId}" was last active ${thread.lastActivityAt ?? thread.createdAt} and its retention has ended: its content is being deleted; leave contextId out to start a new one`);
   }
   if (request.push) {
     const badConfigId = request.push.configId ? callerIdProblem('taskPushNotificationConfig.id', request.push.configId) : undefined;

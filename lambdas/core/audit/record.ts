@@ -17,6 +17,11 @@ export const AUDIT_ACTIONS = [
   'tenant.budget_changed',
   'principal.keys_changed',
   'principal.keys_deleted',
+  'tenant.retention_changed',
+  'tenant.hold_placed',
+  'tenant.hold_lifted',
+  'thread.hold_placed',
+  'thread.hold_lifted',
   // The data plane.
   'run.submitted',
   'run.interjected',

@@ -1,6 +1,7 @@
-import type { Agent, Arrival, AskState, Budget, LinkProvider, MessageClaim, PushConfig, Run, RunLease, RunLink, RunStatus, Spend, StoredEvent, Tenant, Thread, ThreadRef } from '../model.js';
+import type { Agent, Arrival, AskState, Budget, LegalHold, LinkProvider, MessageClaim, PushConfig, Run, RunLease, RunLink, RunStatus, Spend, StoredEvent, Tenant, Thread, ThreadRef } from '../model.js';
 import type { AuditQuery, AuditRecord } from '../audit/record.js';
 import type { UsageRecord } from '../usage.js';
+import type { TenantRetention } from '../retention/policy.js';
 
 /**
  * The record: threads, runs (with their asks), agents and run_events, as parts reached by name
@@ -25,6 +26,7 @@ export interface RunStore {
   readonly principals: PrincipalKeys;
   readonly leases: RunLeases;
   readonly audit: AuditLog;
+  readonly retention: RetentionRecords;
 }
 
 /** The parts' names, every one (the compiler checks), for what wraps every call of a store (turns on one machine, tests' counts). */
@@ -43,6 +45,7 @@ export const RECORD_PARTS = Object.keys({
   principals: true,
   leases: true,
   audit: true,
+  retention: true,
 } satisfies Record<keyof RunStore, true>) as (keyof RunStore)[];
 
 /** The store with each of its parts as `wrap` makes it; anything else of the store stays as it is. */
@@ -89,6 +92,10 @@ export interface AuditLog {
   putSegment(segment: SealedSegment): Promise<boolean>;
   /** Marks the records sealed by segment `seq` (a repeat, or an id already marked, changes nothing). */
   markSealed(seq: number, ids: readonly string[]): Promise<void>;
+  /** Retention: deletes the records of these ids (an id the log does not hold is nothing). */
+  delete(ids: readonly string[]): Promise<void>;
+  /** Retention: deletes segment `seq`, once its records are gone; the chain then starts at the next. */
+  deleteSegment(seq: number): Promise<void>;
 }
 
 /**
@@ -132,9 +139,9 @@ export interface Threads {
    * held; undefined when the thread is full (nothing written). A place is held by its run's id
    * (`holder`): a holder that holds one already takes a new number and no second place.
    */
-  reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<number | undefined>;
+  reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined, at?: string): Promise<number | undefined>;
   /** Gives back the place `holder` holds, if it holds one: a repeat gives nothing back twice. */
-  releasePlace(thread: ThreadRef, holder: string): Promise<void>;
+  releasePlace(thread: ThreadRef, holder: string, at?: string): Promise<void>;
   /** The runs holding the thread's places (a repair gives back those of runs settled or never recorded). */
   placeHolders(thread: ThreadRef): Promise<string[]>;
   /**
@@ -146,6 +153,38 @@ export interface Threads {
   /** Recovery: the thread's places are held by these runs (what the run records say), and by no others. */
   setPlaces(thread: ThreadRef, holders: readonly string[]): Promise<void>;
   setWaitingRun(thread: ThreadRef, runId: string): Promise<void>;
+}
+
+/** What a thread's deletion took. */
+export interface PurgedContent {
+  runs: number;
+  events: number;
+}
+
+/**
+ * Retention (core/retention): each tenant's own policy and legal hold, threads' holds, and the
+ * deletion of what retention ended. A thread's last activity (`Thread.lastActivityAt`) is written
+ * by the thread's own writes (`Threads.reserveArrival`, `releasePlace`, given their time).
+ */
+export interface RetentionRecords {
+  get(tenant: string): Promise<TenantRetention | undefined>;
+  /** Replaces the tenant's policy and hold; with neither, the tenant has none of its own. */
+  put(entry: TenantRetention): Promise<void>;
+  /** Every tenant with a policy or a hold of its own. */
+  list(): Promise<TenantRetention[]>;
+  /** Places (or, undefined, lifts) a thread's hold: the thread as written, undefined when there is no such thread. */
+  holdThread(thread: ThreadRef, hold: LegalHold | undefined): Promise<Thread | undefined>;
+  /** Threads last active before `before` (ISO), oldest first, at most `limit`; `cursor` continues a listing. */
+  idleThreads(before: string, limit: number, cursor?: string): Promise<{ threads: Thread[]; cursor?: string }>;
+  /**
+   * Deletes a thread and what it holds: its runs (their inputs, task entries, push configs) and
+   * their events, while the thread is as `thread` says (no run arrived since, none holds a place,
+   * no hold). `audit` makes the deletion's record from what goes: written in the deletion's
+   * transaction where the store has one, else before the first delete, once however often a
+   * deletion cut short is done again (a repeat finishes what the first left). Undefined, and
+   * nothing deleted, when the thread changed.
+   */
+  purgeThread(thread: Thread, audit: (content: PurgedContent) => AuditRecord): Promise<PurgedContent | undefined>;
 }
 
 /** Requests noted before they take anything, so a sweep can give back what a dead one took (`Arrival`). */
@@ -202,6 +241,8 @@ export interface UsageRecords {
    * first) or, without one, of every tenant (month by month); `cursor` continues a listing.
    */
   list(query: UsageQuery): Promise<{ records: UsageRecord[]; cursor?: string }>;
+  /** Retention: deletes the usage records of these runs (one with none is nothing). */
+  delete(runIds: readonly string[]): Promise<void>;
 }
 
 /** Changes of a run's asks: each named ask's new state, and the run that closed it. */

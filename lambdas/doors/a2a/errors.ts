@@ -52,6 +52,7 @@ const A2A_ERRORS: Record<RefusalCode, (message: string, refusal: Refusal) => Err
   agent_in_use: (m) => new UnsupportedOperationError(m),
   no_open_ask: (m) => new UnsupportedOperationError(m),
   interrupt_expired: (m) => new UnsupportedOperationError(m),
+  thread_expired: (m) => new UnsupportedOperationError(m),
   task_settled: (m) => new UnsupportedOperationError(m),
   task_not_cancelable: (m) => new TaskNotCancelableError(m),
   content_type_not_supported: (m) => new ContentTypeNotSupportedError(m),

@@ -28,6 +28,9 @@ function openStore(): SqliteStore {
 /** A record as schema 4 left it: without the task index, its runs' inputs in their rows, no arrivals, no principals' keys, no leases, no audit log. */
 function asSchema4(raw: Database.Database): void {
   raw.exec(`
+    DROP TABLE retention;
+    DROP INDEX threads_idle;
+    ALTER TABLE threads DROP COLUMN last_activity_at;
     DROP TABLE audit_records;
     DROP TABLE audit_segments;
     DROP TABLE leases;

@@ -7,12 +7,17 @@ import { decodeCursor, encodeCursor, type SqliteHandle } from './handle.js';
 export class SqliteAuditLog implements AuditLog {
   private readonly statements: ReturnType<typeof prepare>;
   private readonly markAll: (seq: number, ids: readonly string[]) => void;
+  private readonly deleteAll: (ids: readonly string[]) => void;
 
   constructor(private readonly handle: SqliteHandle) {
     this.statements = prepare(handle.db);
     const mark = this.statements.mark;
     this.markAll = handle.db.transaction((seq: number, ids: readonly string[]) => {
       for (const id of ids) mark.run(seq, id);
+    });
+    const remove = this.statements.delete;
+    this.deleteAll = handle.db.transaction((ids: readonly string[]) => {
+      for (const id of ids) remove.run(id);
     });
   }
 
@@ -72,6 +77,14 @@ export class SqliteAuditLog implements AuditLog {
   async markSealed(seq: number, ids: readonly string[]): Promise<void> {
     this.markAll(seq, ids);
   }
+
+  async delete(ids: readonly string[]): Promise<void> {
+    this.deleteAll(ids);
+  }
+
+  async deleteSegment(seq: number): Promise<void> {
+    this.statements.deleteSegment.run(seq);
+  }
 }
 
 function prepare(db: Database.Database) {
@@ -92,5 +105,7 @@ function prepare(db: Database.Database) {
     segment: db.prepare('SELECT body FROM audit_segments WHERE seq = ?'),
     segments: db.prepare('SELECT body FROM audit_segments WHERE seq >= ? ORDER BY seq LIMIT ?'),
     putSegment: db.prepare('INSERT OR IGNORE INTO audit_segments (seq, body) VALUES (?, ?)'),
+    delete: db.prepare('DELETE FROM audit_records WHERE id = ?'),
+    deleteSegment: db.prepare('DELETE FROM audit_segments WHERE seq = ?'),
   };
 }

@@ -148,6 +148,12 @@ const MIGRATIONS: readonly (string | ((db: Database.Database, projections: Recor
    CREATE INDEX audit_unsealed ON audit_records (id) WHERE segment IS NULL;
    CREATE INDEX audit_tenant ON audit_records (tenant, id);
    CREATE TABLE audit_segments (seq INTEGER PRIMARY KEY, body TEXT NOT NULL);`,
+  // Retention: a thread's last activity (from its latest run, for a record from before), threads
+  // listed by it, and each tenant's own policy and hold.
+  `ALTER TABLE threads ADD COLUMN last_activity_at TEXT;
+   UPDATE threads SET last_activity_at = coalesce((SELECT max(created_at) FROM runs WHERE runs.thread_key = threads.thread_key), json_extract(body, '$.createdAt'));
+   CREATE INDEX threads_idle ON threads (last_activity_at, thread_key);
+   CREATE TABLE retention (tenant TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID;`,
 ];
 
 /**
@@ -157,7 +163,7 @@ const MIGRATIONS: readonly (string | ((db: Database.Database, projections: Recor
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Every table of the record, for a look at the whole of it (`SqliteStore.census`). */
-export const TABLES = ['threads', 'runs', 'run_inputs', 'run_events', 'tenants', 'agents', 'push_configs', 'message_claims', 'usage_records', 'providers', 'places', 'tasks', 'arrivals', 'principals', 'leases', 'audit_records', 'audit_segments'] as const;
+export const TABLES = ['threads', 'runs', 'run_inputs', 'run_events', 'tenants', 'agents', 'push_configs', 'message_claims', 'usage_records', 'providers', 'places', 'tasks', 'arrivals', 'principals', 'leases', 'audit_records', 'audit_segments', 'retention'] as const;
 
 /** The file was written by a newer funduq: its schema version is past this code's. */
 export class SchemaTooNew extends Error {

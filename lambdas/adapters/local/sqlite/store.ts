@@ -11,6 +11,7 @@ import { SqliteHandle } from './handle.js';
 import { SqlitePrincipals } from './principals.js';
 import { SqliteProviders } from './providers.js';
 import { SqlitePushConfigs } from './push-configs.js';
+import { SqliteRetention } from './retention.js';
 import { SqliteRunRecords } from './runs.js';
 import { holdRecord, openDatabase, TABLES } from './schema.js';
 import { SqliteTaskIndex } from './tasks.js';
@@ -55,6 +56,7 @@ export class SqliteStore implements RunStore {
   readonly principals: SqlitePrincipals;
   readonly leases: SqliteRunLeases;
   readonly audit: SqliteAuditLog;
+  readonly retention: SqliteRetention;
   private readonly lock: Database.Database | undefined;
   private readonly checkpointer: SqliteCheckpointer | undefined;
   private readonly db: Database.Database;
@@ -94,6 +96,7 @@ export class SqliteStore implements RunStore {
     this.principals = new SqlitePrincipals(handle);
     this.leases = new SqliteRunLeases(handle);
     this.audit = new SqliteAuditLog(handle);
+    this.retention = new SqliteRetention(handle);
   }
 
   /** Ends the checkpoint thread, then closes the record (copying what is left of its log) and gives up the lock. */

@@ -3,7 +3,7 @@ import { threadKey, type Thread, type ThreadRef } from '../../../core/model.js';
 import type { Threads } from '../../../core/ports.js';
 import { idColumn, idOf, type SqliteHandle } from './handle.js';
 
-type ThreadRow = { body: string; unsettled: number; arrivals: number; waiting_run_id: string | null };
+export type ThreadRow = { body: string; unsettled: number; arrivals: number; waiting_run_id: string | null; last_activity_at: string | null };
 
 /** Threads: a row each, with its places' count and arrival counter in columns; who holds a place is in `places`. */
 export class SqliteThreads implements Threads {
@@ -19,29 +19,30 @@ export class SqliteThreads implements Threads {
   }
 
   async create(thread: Thread, holder: string): Promise<boolean> {
-    const { unsettled, arrivals, waitingRunId, ...rest } = thread;
+    const { unsettled, arrivals, waitingRunId, lastActivityAt, ...rest } = thread;
     const key = threadKey(thread);
     return this.handle.db.transaction(() => {
-      if (this.statements.createThread.run(key, JSON.stringify(rest), unsettled, arrivals, waitingRunId === undefined ? null : idColumn(waitingRunId)).changes === 0) return false;
+      const waiting = waitingRunId === undefined ? null : idColumn(waitingRunId);
+      if (this.statements.createThread.run(key, JSON.stringify(rest), unsettled, arrivals, waiting, lastActivityAt ?? thread.createdAt).changes === 0) return false;
       this.handle.places.hold.run(`t:${key}`, holder);
       return true;
     })();
   }
 
-  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<number | undefined> {
+  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined, at?: string): Promise<number | undefined> {
     const key = threadKey(thread);
     const { places } = this.handle;
     return this.handle.db.transaction(() => {
       // A run that holds a place already (its request came again after a crash) takes a new number only.
-      if (places.holds.get(`t:${key}`, holder)) return (this.statements.nextArrival.get(key) as { arrivals: number } | undefined)?.arrivals;
-      const row = this.statements.reserveArrival.get({ key, limit: limit ?? null }) as { arrivals: number } | undefined;
+      if (places.holds.get(`t:${key}`, holder)) return (this.statements.nextArrival.get({ key, at: at ?? null }) as { arrivals: number } | undefined)?.arrivals;
+      const row = this.statements.reserveArrival.get({ key, limit: limit ?? null, at: at ?? null }) as { arrivals: number } | undefined;
       if (row) places.hold.run(`t:${key}`, holder);
       return row?.arrivals;
     })();
   }
 
-  async releasePlace(thread: ThreadRef, holder: string): Promise<void> {
-    this.release(threadKey(thread), holder);
+  async releasePlace(thread: ThreadRef, holder: string, at?: string): Promise<void> {
+    this.release(threadKey(thread), holder, at);
   }
 
   async placeHolders(thread: ThreadRef): Promise<string[]> {
@@ -53,7 +54,7 @@ export class SqliteThreads implements Threads {
     const { places } = this.handle;
     this.handle.db.transaction(() => {
       // Another run arrived on it meanwhile, or the holder holds none of its places: the thread stays, without the holder's place.
-      if (!places.holds.get(`t:${key}`, holder) || this.statements.abandonThread.run(key).changes === 0) this.release(key, holder);
+      if (!places.holds.get(`t:${key}`, holder) || this.statements.abandonThread.run(key).changes === 0) this.release(key, holder, undefined);
       else places.unholdAll.run(`t:${key}`);
     })();
   }
@@ -73,31 +74,33 @@ export class SqliteThreads implements Threads {
   }
 
   /** Gives back a thread's place with the row that says `holder` holds it, or nothing when none does. */
-  private release(key: string, holder: string): void {
+  private release(key: string, holder: string, at: string | undefined): void {
     this.handle.db.transaction(() => {
-      if (this.handle.places.unhold.run(`t:${key}`, holder).changes === 1) this.statements.releasePlace.run(key);
+      if (this.handle.places.unhold.run(`t:${key}`, holder).changes === 1) this.statements.releasePlace.run({ key, at: at ?? null });
     })();
   }
 }
 
 function prepare(db: Database.Database) {
   return {
-    getThread: db.prepare('SELECT body, unsettled, arrivals, waiting_run_id FROM threads WHERE thread_key = ?'),
-    createThread: db.prepare('INSERT OR IGNORE INTO threads (thread_key, body, unsettled, arrivals, waiting_run_id) VALUES (?, ?, ?, ?, ?)'),
+    getThread: db.prepare('SELECT body, unsettled, arrivals, waiting_run_id, last_activity_at FROM threads WHERE thread_key = ?'),
+    createThread: db.prepare('INSERT OR IGNORE INTO threads (thread_key, body, unsettled, arrivals, waiting_run_id, last_activity_at) VALUES (?, ?, ?, ?, ?, ?)'),
     // One statement takes the number and the place together, only while the thread has room.
     reserveArrival: db.prepare(
-      'UPDATE threads SET arrivals = arrivals + 1, unsettled = unsettled + 1 WHERE thread_key = @key AND (@limit IS NULL OR unsettled < @limit) RETURNING arrivals',
+      'UPDATE threads SET arrivals = arrivals + 1, unsettled = unsettled + 1, last_activity_at = coalesce(@at, last_activity_at) WHERE thread_key = @key AND (@limit IS NULL OR unsettled < @limit) RETURNING arrivals',
     ),
-    releasePlace: db.prepare('UPDATE threads SET unsettled = unsettled - 1 WHERE thread_key = ? AND unsettled > 0'),
-    nextArrival: db.prepare('UPDATE threads SET arrivals = arrivals + 1 WHERE thread_key = ? RETURNING arrivals'),
+    releasePlace: db.prepare('UPDATE threads SET unsettled = unsettled - 1, last_activity_at = coalesce(@at, last_activity_at) WHERE thread_key = @key AND unsettled > 0'),
+    nextArrival: db.prepare('UPDATE threads SET arrivals = arrivals + 1, last_activity_at = coalesce(@at, last_activity_at) WHERE thread_key = @key RETURNING arrivals'),
     abandonThread: db.prepare('DELETE FROM threads WHERE thread_key = ? AND arrivals = 1'),
     setUnsettled: db.prepare('UPDATE threads SET unsettled = ? WHERE thread_key = ?'),
     setWaitingRun: db.prepare('UPDATE threads SET waiting_run_id = ? WHERE thread_key = ?'),
   };
 }
 
-function threadOf(row: ThreadRow): Thread {
+export function threadOf(row: ThreadRow): Thread {
   const thread: Thread = { ...JSON.parse(row.body), unsettled: row.unsettled, arrivals: row.arrivals };
   if (row.waiting_run_id !== null) thread.waitingRunId = idOf(row.waiting_run_id);
+  // The column lists a thread never active since it was made under its creation time: not a field written.
+  if (row.last_activity_at !== null && row.last_activity_at !== thread.createdAt) thread.lastActivityAt = row.last_activity_at;
   return thread;
 }

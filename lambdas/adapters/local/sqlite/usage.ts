@@ -7,8 +7,14 @@ import { decodeCursor, encodeCursor, type SqliteHandle } from './handle.js';
 export class SqliteUsageRecords implements UsageRecords {
   private readonly statements: ReturnType<typeof prepare>;
 
+  private readonly deleteAll: (runIds: readonly string[]) => void;
+
   constructor(handle: SqliteHandle) {
     this.statements = prepare(handle.db);
+    const remove = this.statements.deleteUsage;
+    this.deleteAll = handle.db.transaction((runIds: readonly string[]) => {
+      for (const runId of runIds) remove.run(runId);
+    });
   }
 
   async put(record: UsageRecord): Promise<boolean> {
@@ -31,11 +37,16 @@ export class SqliteUsageRecords implements UsageRecords {
     const last = records[records.length - 1];
     return { records, cursor: encodeCursor({ tenant: query.tenant ?? '', endedAt: last.endedAt, runId: last.runId }) };
   }
+
+  async delete(runIds: readonly string[]): Promise<void> {
+    this.deleteAll(runIds);
+  }
 }
 
 function prepare(db: Database.Database) {
   return {
     putUsage: db.prepare('INSERT OR IGNORE INTO usage_records (run_id, tenant, ended_at, body) VALUES (?, ?, ?, ?)'),
+    deleteUsage: db.prepare('DELETE FROM usage_records WHERE run_id = ?'),
     listTenantUsage: db.prepare(
       `SELECT body FROM usage_records WHERE tenant = @tenant AND ended_at >= @from AND ended_at < @to
        AND (@afterAt IS NULL OR ended_at > @afterAt OR (ended_at = @afterAt AND run_id > @afterRun)) ORDER BY ended_at, run_id LIMIT @limit`,

@@ -154,6 +154,14 @@ export class DynamoAuditLog implements AuditLog {
     }
   }
 
+  async delete(ids: readonly string[]): Promise<void> {
+    await this.handle.deleteKeys(this.handle.tables.runs, ids.map(auditRecordKey));
+  }
+
+  async deleteSegment(seq: number): Promise<void> {
+    await this.handle.deleteKeys(this.handle.tables.runs, [segmentKey(seq)]);
+  }
+
   /** One day's records in id order from `from` (or after `after`) to before `to`, at most `limit`, those the filters pass. */
   private async queryDay(day: string, start: { from?: string; after?: string }, to: string, limit: number, filters: string[], names: Record<string, string>, values: Item): Promise<{ records: AuditRecord[]; more: boolean }> {
     const { indexName, partitionKey, sortKey } = RUNS_TABLE.byKey;

@@ -1,5 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand, type QueryCommandInput, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand, type QueryCommandInput, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { RecordProjections } from '../../../../core/ports.js';
 import { RUNS_TABLE, type TableNames } from '../tables.js';
 import { ARRIVAL_PARTITIONS, fitsKey, type Item } from './keys.js';
@@ -110,6 +110,23 @@ export class DynamoHandle {
     } catch (err) {
       if (isConditionFailure(err)) return false;
       throw err;
+    }
+  }
+
+  /**
+   * Deletes items by key, 25 to a BatchWriteItem (its most), again for those DynamoDB handed back
+   * unprocessed (its throttling of part of a batch): retention's deletes, none conditional.
+   */
+  async deleteKeys(table: string, keys: readonly Item[]): Promise<void> {
+    for (let start = 0; start < keys.length; start += 25) {
+      let pending = keys.slice(start, start + 25);
+      for (let attempt = 1; pending.length > 0; attempt++) {
+        this.sent.writeRequests++;
+        this.sent.writeUnits += pending.length;
+        const result = await this.doc.send(new BatchWriteCommand({ RequestItems: { [table]: pending.map((Key) => ({ DeleteRequest: { Key } })) } }));
+        pending = (result.UnprocessedItems?.[table] ?? []).flatMap((request) => (request.DeleteRequest?.Key ? [request.DeleteRequest.Key] : []));
+        if (pending.length > 0) await delay(Math.min(1_000, 50 * 2 ** attempt));
+      }
     }
   }
 

@@ -40,6 +40,8 @@ export const KEY_ATTRIBUTES: readonly string[] = [
   RUNS_TABLE.timeToLive,
   // Who holds a thread's or a tenant's places (a string set of run ids): the store's, for giving each back once.
   'holders',
+  // A thread's deletion under way (retention): what it takes and its audit record's id, for a repeat to finish it.
+  'purging',
 ];
 
 /** An item as its domain object: without the attributes of its keys and indexes. */
@@ -54,6 +56,28 @@ export function domain<T>(item: Item): T {
 export function threadItemKey(thread: ThreadRef): Item {
   return { pk: `thread#${threadKey(thread)}`, sk: THREAD_ITEM };
 }
+
+export const IDLE_PREFIX = 'idle#';
+
+/**
+ * A thread's place in `byKey` by its last activity (retention's listing): one of `idle#0` … by its
+ * key's hash (every run writes its thread twice, so one partition would cap them), sorted
+ * `<lastActivityAt>/<threadKey>`.
+ */
+export function idleIndex(thread: ThreadRef, at: string): Item {
+  const key = threadKey(thread);
+  return {
+    [RUNS_TABLE.byKey.partitionKey]: `${IDLE_PREFIX}${createHash('sha256').update(key).digest()[0] % ARRIVAL_PARTITIONS}`,
+    [RUNS_TABLE.byKey.sortKey]: `${at}/${key}`,
+  };
+}
+
+export function retentionKey(tenant: string): Item {
+  return { pk: `retention#${digest(tenant)}`, sk: 'retention' };
+}
+
+/** The `byKey` partition listing every tenant's own retention (few: those an admin set). */
+export const RETENTION_PARTITION = 'retention';
 
 export function arrivalKey(runId: string): Item {
   return { pk: `${ARRIVAL_PREFIX}${runId}`, sk: ARRIVAL_ITEM };

@@ -11,6 +11,7 @@ import { DynamoHandle, type StoreUsage } from './handle.js';
 import { DynamoPrincipals } from './principals.js';
 import { DynamoProviders } from './providers.js';
 import { DynamoPushConfigs } from './push-configs.js';
+import { DynamoRetention } from './retention.js';
 import { DynamoRunRecords } from './runs.js';
 import { DynamoTaskIndex } from './tasks.js';
 import { DynamoTenants } from './tenants.js';
@@ -46,6 +47,7 @@ export class DynamoStore implements RunStore {
   readonly principals: DynamoPrincipals;
   readonly leases: DynamoRunLeases;
   readonly audit: DynamoAuditLog;
+  readonly retention: DynamoRetention;
   /** What the store has sent, for the cost model. */
   readonly sent: StoreUsage;
 
@@ -66,6 +68,7 @@ export class DynamoStore implements RunStore {
     this.providers = new DynamoProviders(handle);
     this.principals = new DynamoPrincipals(handle);
     this.leases = new DynamoRunLeases(handle);
+    this.retention = new DynamoRetention(handle, this.audit);
   }
 }
 

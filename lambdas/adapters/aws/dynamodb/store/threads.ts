@@ -1,7 +1,8 @@
 import type { Thread, ThreadRef } from '../../../../core/model.js';
 import type { Threads } from '../../../../core/ports.js';
+import { RUNS_TABLE } from '../tables.js';
 import { holds, type DynamoHandle } from './handle.js';
-import { domain, threadItemKey } from './keys.js';
+import { domain, idleIndex, threadItemKey } from './keys.js';
 
 /** Threads: an item each (`thread#<threadKey>`), its places' count beside the set of their holders. */
 export class DynamoThreads implements Threads {
@@ -13,21 +14,23 @@ export class DynamoThreads implements Threads {
   }
 
   async create(thread: Thread, holder: string): Promise<boolean> {
-    return this.handle.putNew({ ...threadItemKey(thread), ...thread, holders: new Set([holder]) });
+    return this.handle.putNew({ ...threadItemKey(thread), ...idleIndex(thread, thread.lastActivityAt ?? thread.createdAt), ...thread, holders: new Set([holder]) });
   }
 
-  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<number | undefined> {
+  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined, at?: string): Promise<number | undefined> {
     const limited = limit !== undefined;
+    const active = activity(thread, at);
     // One conditional ADD takes the number and the place together, so concurrent arrivals can
     // neither share a number nor overfill the thread; the place is the holder's, so a run takes one once.
-    const names = { '#arrivals': 'arrivals', '#unsettled': 'unsettled', '#holders': 'holders' };
+    // A thread being deleted (retention) takes no arrival.
+    const names = { '#arrivals': 'arrivals', '#unsettled': 'unsettled', '#holders': 'holders', '#purging': 'purging', ...active.names };
     const attributes = await this.handle.update({
       Key: threadItemKey(thread),
-      UpdateExpression: 'ADD #arrivals :one, #unsettled :one, #holders :holder',
-      ConditionExpression: `attribute_exists(pk) AND NOT contains(#holders, :id)${limited ? ' AND #unsettled < :limit' : ''}`,
+      UpdateExpression: `ADD #arrivals :one, #unsettled :one, #holders :holder${active.set}`,
+      ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(#purging) AND NOT contains(#holders, :id)${limited ? ' AND #unsettled < :limit' : ''}`,
       ExpressionAttributeNames: names,
       // DynamoDB rejects a value placeholder the expressions do not use, hence two shapes.
-      ExpressionAttributeValues: { ':one': 1, ':holder': new Set([holder]), ':id': holder, ...(limited ? { ':limit': limit } : {}) },
+      ExpressionAttributeValues: { ':one': 1, ':holder': new Set([holder]), ':id': holder, ...(limited ? { ':limit': limit } : {}), ...active.values },
       ReturnValues: 'UPDATED_NEW',
     });
     if (attributes) return attributes.arrivals as number;
@@ -36,24 +39,25 @@ export class DynamoThreads implements Threads {
     if (!holds(held, holder)) return undefined;
     const numbered = await this.handle.update({
       Key: threadItemKey(thread),
-      UpdateExpression: 'ADD #arrivals :one',
+      UpdateExpression: `ADD #arrivals :one${active.set}`,
       ConditionExpression: 'attribute_exists(pk)',
-      ExpressionAttributeNames: { '#arrivals': 'arrivals' },
-      ExpressionAttributeValues: { ':one': 1 },
+      ExpressionAttributeNames: { '#arrivals': 'arrivals', ...active.names },
+      ExpressionAttributeValues: { ':one': 1, ...active.values },
       ReturnValues: 'UPDATED_NEW',
     });
     return numbered?.arrivals as number | undefined;
   }
 
-  async releasePlace(thread: ThreadRef, holder: string): Promise<void> {
+  async releasePlace(thread: ThreadRef, holder: string, at?: string): Promise<void> {
+    const active = activity(thread, at);
     // Only a place the run holds goes back, in the same write that forgets it: a repeat (a repair,
     // a retried settle) fails the condition and gives nothing back twice.
     await this.handle.update({
       Key: threadItemKey(thread),
-      UpdateExpression: 'ADD #unsettled :minusOne DELETE #holders :holder',
+      UpdateExpression: `ADD #unsettled :minusOne DELETE #holders :holder${active.set}`,
       ConditionExpression: 'contains(#holders, :id)',
-      ExpressionAttributeNames: { '#unsettled': 'unsettled', '#holders': 'holders' },
-      ExpressionAttributeValues: { ':minusOne': -1, ':holder': new Set([holder]), ':id': holder },
+      ExpressionAttributeNames: { '#unsettled': 'unsettled', '#holders': 'holders', ...active.names },
+      ExpressionAttributeValues: { ':minusOne': -1, ':holder': new Set([holder]), ':id': holder, ...active.values },
     });
   }
 
@@ -94,4 +98,16 @@ export class DynamoThreads implements Threads {
       ExpressionAttributeValues: { ':value': runId },
     });
   }
+}
+
+/** The clauses that move a thread's last activity, and its place in the idle listing, to `at` (none without one). */
+function activity(thread: ThreadRef, at: string | undefined): { set: string; names: Record<string, string>; values: Record<string, unknown> } {
+  if (at === undefined) return { set: '', names: {}, values: {} };
+  const { partitionKey, sortKey } = RUNS_TABLE.byKey;
+  const index = idleIndex(thread, at);
+  return {
+    set: ' SET #lastActivityAt = :at, #ix = :ix, #ixSort = :ixSort',
+    names: { '#lastActivityAt': 'lastActivityAt', '#ix': partitionKey, '#ixSort': sortKey },
+    values: { ':at': at, ':ix': index[partitionKey], ':ixSort': index[sortKey] },
+  };
 }

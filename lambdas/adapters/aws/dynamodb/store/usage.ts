@@ -22,6 +22,10 @@ export class DynamoUsageRecords implements UsageRecords {
     return this.handle.putNew(item);
   }
 
+  async delete(runIds: readonly string[]): Promise<void> {
+    await this.handle.deleteKeys(this.handle.tables.runs, runIds.map(usageKey));
+  }
+
   async list(query: UsageQuery): Promise<{ records: UsageRecord[]; cursor?: string }> {
     const { indexName, partitionKey, sortKey } = RUNS_TABLE.byKey;
     const lastMonth = query.to.slice(0, 7);
