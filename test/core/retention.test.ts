@@ -131,6 +131,11 @@ describe('retention, on a clock the test moves', () => {
     const start = h.clock.now() - DAY_MS;
     await eventually(async () => expect(await usage(start)).toMatchObject({ ok: true, value: { records: [expect.anything()] } }));
     h.clock.advance(11 * DAY_MS);
+    // A hold on the tenant keeps them, read and stored, until it is lifted.
+    await h.gateway.retention.holdTenant(ANONYMOUS.tenant, { at: '2026-01-12T00:00:00.000Z', by: 'admin' });
+    expect(await usage(start)).toMatchObject({ ok: true, value: { records: [expect.anything()] } });
+    expect(await h.gateway.retention.apply()).toMatchObject({ usageRecords: 0 });
+    await h.gateway.retention.holdTenant(ANONYMOUS.tenant, undefined);
     expect(await usage(start)).toMatchObject({ ok: true, value: { records: [] } });
     expect(await h.gateway.retention.apply()).toMatchObject({ usageRecords: 1 });
     expect((await store.usage.list({ from: new Date(start).toISOString(), to: new Date(h.clock.now()).toISOString(), limit: 10 })).records).toEqual([]);

@@ -80,12 +80,12 @@ export async function liveRuns<R extends Pick<Run, 'tenant' | 'threadId'>>(core:
   return runs.filter((_, i) => !flags[i]);
 }
 
-/** Whether a usage record is still kept (its tenant's usage days have not passed since it ended), tenants' rules read once each. */
+/** Whether a usage record is still kept (its tenant's usage days have not passed since it ended, or a hold covers its tenant), tenants' rules read once each. */
 export function usageKept(core: Core): (record: { tenant: string; endedAt: string }) => Promise<boolean> {
   const cutoffs = new Map<string, Promise<string | undefined>>();
   return async (record) => {
     let cutoff = cutoffs.get(record.tenant);
-    if (!cutoff) cutoffs.set(record.tenant, (cutoff = tenantRule(core, record.tenant).then((rule) => cutoffOf(rule.policy.usageDays, core.clock.now()))));
+    if (!cutoff) cutoffs.set(record.tenant, (cutoff = tenantRule(core, record.tenant).then((rule) => (rule.tenantHold ? undefined : cutoffOf(rule.policy.usageDays, core.clock.now())))));
     const before = await cutoff;
     return before === undefined || record.endedAt >= before;
   };

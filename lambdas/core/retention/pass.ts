@@ -86,7 +86,11 @@ async function deleteUsage(core: Core, defaults: RetentionPolicy, owns: Readonly
   const now = core.clock.now();
   const cutoffs = new Map<string, string | undefined>();
   const cutoffFor = (tenant: string) => {
-    if (!cutoffs.has(tenant)) cutoffs.set(tenant, cutoffOf(ruleOf(defaults, owns.get(tenant)).policy.usageDays, now));
+    if (!cutoffs.has(tenant)) {
+      // A tenant's hold keeps its usage records too (its audit records are the gateway's: see deleteAudit).
+      const rule = ruleOf(defaults, owns.get(tenant));
+      cutoffs.set(tenant, rule.tenantHold ? undefined : cutoffOf(rule.policy.usageDays, now));
+    }
     return cutoffs.get(tenant);
   };
   const gone = new Map<string, string[]>();
