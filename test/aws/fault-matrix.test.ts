@@ -15,7 +15,7 @@ import { recordBreaks } from '../support/record-invariants.js';
 /**
  * The fault matrix: for each flow (a thread's first run, a run queued behind a running one, an
  * answer, an ask's expiry, the cancel of a queued and of a running run, an interjection, an A2A
- * SendMessage), the function serving it is killed at each of its AWS calls in turn, and once just
+ * SendMessage, retention's deletion of a thread), the function serving it is killed at each of its AWS calls in turn, and once just
  * after its last (as it returns), one new thread per case; the box's clock is moved past the
  * repair's bounds (the thread queue's visibility timeout, the sweep's, the ask waiter's retry);
  * the record keeps its promises before the caller retries (a request whose door died has its
@@ -67,6 +67,8 @@ async function run(box: AwsBox, input: Input, agentId = 'demo', signal?: AbortSi
  * waiting for something stranded fails here, naming its case, and not at the file's timeout.
  */
 const STEP_BOUND_MS = 60_000;
+
+const DAY_MS = 86_400_000;
 
 /**
  * `wait`, bounded by `STEP_BOUND_MS`: past it, the requests made with its signal are aborted and
@@ -552,6 +554,45 @@ describe('each flow, its function killed at each AWS call in turn and just after
     });
   });
 
+  it('deletes a thread retention ended once, under one record, and leaves nothing stranded, when the sweep dies at any of its calls', async () => {
+    const { box } = aws;
+    // The box's tenant keeps its threads a day; a clean pass first takes the earlier flows' threads,
+    // so each case's pass has one thread to delete: its own.
+    const first = runInput(`t-${randomUUID()}`, 'hello');
+    expect(await run(box, first)).toMatchObject({ type: 'RUN_FINISHED' });
+    const listed = async (query: string) =>
+      ((await (await box.admin('GET', `audit?from=${new Date(box.clock.now() - 3 * DAY_MS).toISOString()}&${query}`)).json()) as { records: Array<{ tenant?: string; detail?: Record<string, unknown> }> }).records;
+    const tenant = (await listed(`target=run:${first.runId}`))[0].tenant!;
+    expect((await box.admin('PUT', `tenants/${encodeURIComponent(tenant)}/retention`, { contentDays: 1 })).status).toBe(200);
+    const sweeps = box.schedules.invocations.length;
+    box.clock.advance(2 * DAY_MS);
+    await eventually(() => expect(box.schedules.invocations.length).toBeGreaterThan(sweeps), 30_000);
+    await eventually(async () => expect((await box.record()).threads).toEqual([]), 30_000);
+    await killedAtEachCall(box, 'retention', 'sweep', async () => {
+      const input = runInput(`t-${randomUUID()}`, 'hello');
+      expect(await run(box, input)).toMatchObject({ type: 'RUN_FINISHED' });
+      await eventually(() => expect(dispatched(box, input.runId)).toBe(true), 10_000);
+      // Sealed beforehand (nothing of it expired yet): the case's sweep has nothing to seal, so its calls are the deletion's.
+      expect(await box.lambda.invoke('sweep', { olderThanSeconds: 21 * 60 })).toMatchObject({ ok: true });
+      return {
+        async send({ killed }) {
+          // Two days on: the schedule's sweep runs retention's pass, which finds the thread ended.
+          const before = box.schedules.invocations.length;
+          box.clock.advance(2 * DAY_MS);
+          await eventually(() => expect(killed() || (box.schedules.invocations.length > before && box.lambda.running('sweep').length === 0)).toBe(true), 30_000);
+        },
+        async finish(at) {
+          const record = await box.record();
+          expect({ at, thread: record.threads.some((t) => t.threadId === input.threadId), run: record.runs.some((r) => r.runId === input.runId), events: record.seqs.has(input.runId) }).toEqual({ at, thread: false, run: false, events: false });
+          const deleted = await listed(`action=retention.deleted&target=thread:${input.threadId}`);
+          expect({ at, deleted: deleted.map((r) => r.detail) }).toEqual({ at, deleted: [expect.objectContaining({ kind: 'content', runs: 1 })] });
+          return 'deleted';
+        },
+      };
+    });
+    expect((await box.admin('PUT', `tenants/${encodeURIComponent(tenant)}/retention`, {})).status).toBe(200);
+  });
+
   it('killed each function at every call a flow made of it, and just after its last', () => {
     if (process.env.FUNDUQ_FAULT_MATRIX) console.table(matrix);
     // Every write of each flow was a place it died at, and so was the moment after its last call.
@@ -572,7 +613,9 @@ describe('each flow, its function killed at each AWS call in turn and just after
     expect(killed('a2a', 'doors-stream')).toEqual(expect.arrayContaining(['dynamodb:PutItem #1', 'dynamodb:PutItem #2', 'dynamodb:PutItem #3', 'sqs:SendMessage #1', last]));
     expect(killed('run', 'dispatcher')).toEqual(expect.arrayContaining(['dynamodb:UpdateItem #1', 'dynamodb:BatchWriteItem #1', 'dynamodb:UpdateItem #2', 'dynamodb:UpdateItem #3', 'dynamodb:PutItem #1', last]));
     // Killed mid-run, a run fails dispatch_lost; killed anywhere else, it runs to its end (an ask, to its expiry).
-    const success = (flow: string) => (flow === 'a2a' ? 'TASK_STATE_COMPLETED' : flow === 'expiry' ? 'expired' : 'RUN_FINISHED');
+    // The thread read, the mark on it, its deletion's record, the run's events, the run's items, the thread.
+    expect(killed('retention', 'sweep')).toEqual(expect.arrayContaining(['dynamodb:GetItem #1', 'dynamodb:UpdateItem #1', 'dynamodb:PutItem #1', 'dynamodb:BatchWriteItem #1', 'dynamodb:BatchWriteItem #2', 'dynamodb:BatchWriteItem #3', last]));
+    const success = (flow: string) => (flow === 'a2a' ? 'TASK_STATE_COMPLETED' : flow === 'expiry' ? 'expired' : flow === 'retention' ? 'deleted' : 'RUN_FINISHED');
     for (const row of matrix) expect([row.flow, row.call, row.ended, row.reason]).toEqual(row.ended === 'RUN_ERROR' ? [row.flow, row.call, 'RUN_ERROR', 'dispatch_lost'] : [row.flow, row.call, success(row.flow), undefined]);
   });
 });
