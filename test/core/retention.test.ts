@@ -71,6 +71,21 @@ describe('retention, on a clock the test moves', () => {
     expect((await h.gateway.threadView('t-old', ANONYMOUS)).ok).toBe(true);
   });
 
+  it('runs one pass at a time: a pass that finds another under way does nothing, and one that died holds none up past its bound', async () => {
+    const store = await freshStore();
+    const h = await harness(store, { settings: { retention: { contentDays: 1 } } });
+    const runId = await settledRun(h, 't-1');
+    h.clock.advance(2 * DAY_MS);
+    const nowSeconds = Math.floor(h.clock.now() / 1000);
+    // Another process's pass, under way (or dead before it let go).
+    await store.claims.take({ key: 'funduq:retention-pass', runId: 'another-pass', threadId: '', expiresAt: nowSeconds + 15 * 60 }, nowSeconds);
+    expect(await h.gateway.retention.apply()).toEqual({ threads: 0, runs: 0, events: 0, usageRecords: 0, auditRecords: 0 });
+    expect(await store.runs.get(runId)).toBeDefined();
+    h.clock.advance(15 * 60_000);
+    expect(await h.gateway.retention.apply()).toMatchObject({ threads: 1 });
+    expect(await store.runs.get(runId)).toBeUndefined();
+  });
+
   it('keeps a held thread and every thread of a held tenant until the hold is lifted', async () => {
     const store = await freshStore();
     const h = await harness(store, { settings: { retention: { contentDays: 7 } } });

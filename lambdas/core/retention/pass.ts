@@ -31,14 +31,30 @@ const PASS_LIMIT = { threads: 200, usage: 5_000, segments: 100, page: 100 };
  * pass cut short leaves the rest to the next.
  */
 export async function applyRetention(core: Core): Promise<RetentionPassReport> {
-  const defaults = gatewayPolicy(core);
-  const owns = new Map((await core.store.retention.list()).map((own) => [own.tenant, own]));
   const report: RetentionPassReport = { threads: 0, runs: 0, events: 0, usageRecords: 0, auditRecords: 0 };
-  await deleteThreads(core, defaults, owns, report);
-  await deleteUsage(core, defaults, owns, report);
-  await deleteAudit(core, defaults, report);
-  return report;
+  // One pass at a time, across every process (two sweeps' environments may overlap): two passes
+  // finishing the same deletion cut short would each write its record. The claim lapses, so a pass
+  // that died holds no one up past its bound.
+  const nowSeconds = Math.floor(core.clock.now() / 1000);
+  const claim = { key: PASS_CLAIM, runId: core.ids.newId(), threadId: '', expiresAt: nowSeconds + PASS_BOUND_SECONDS };
+  if ((await core.store.claims.take(claim, nowSeconds)).runId !== claim.runId) return report;
+  try {
+    const defaults = gatewayPolicy(core);
+    const owns = new Map((await core.store.retention.list()).map((own) => [own.tenant, own]));
+    await deleteThreads(core, defaults, owns, report);
+    await deleteUsage(core, defaults, owns, report);
+    await deleteAudit(core, defaults, report);
+    return report;
+  } finally {
+    await core.store.claims.release(claim);
+  }
 }
+
+/** The claim a pass holds while it runs (no message's claim: those are keyed by tenant, agent and message). */
+const PASS_CLAIM = 'funduq:retention-pass';
+
+/** Longer than a pass may run anywhere: a Lambda function's most (15 minutes). */
+const PASS_BOUND_SECONDS = 15 * 60;
 
 /** The shortest of the days in force for `field` (the gateway's, and every tenant's own), or undefined when all keep for ever. */
 function shortest(defaults: RetentionPolicy, owns: ReadonlyMap<string, TenantRetention>, field: 'contentDays' | 'usageDays'): number | undefined {
