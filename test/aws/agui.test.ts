@@ -58,6 +58,38 @@ async function runOf(box: AwsBox, threadId: string, runId: string) {
   return (await thread(box, threadId)).runs.find((run) => run.runId === runId);
 }
 
+// First of the file's tests, so the record holds no thread of another for the pass to delete beside it.
+describe('retention on AWS', { timeout: 90_000 }, () => {
+  it("hides a thread past its tenant's days at the deployed doors at once, and the sweep deletes it with its record", async () => {
+    const { box } = aws;
+    const threadId = `t-${randomUUID()}`;
+    const input = runInput(threadId, 'hello');
+    await readSse(await post(box, 'demo', input));
+    // The run's record names its tenant (the box's API key's).
+    const tenant = await eventually(async () => {
+      const [submitted] = ((await (await box.admin('GET', `audit?target=run:${input.runId}`)).json()) as { records: AuditRecord[] }).records;
+      expect(submitted?.tenant).toEqual(expect.any(String));
+      return submitted.tenant!;
+    }, 20_000);
+    expect((await box.admin('PUT', `tenants/${encodeURIComponent(tenant)}/retention`, { contentDays: 1 })).status).toBe(200);
+    expect((await box.request('GET', `/threads/${threadId}`)).status).toBe(200);
+    box.clock.advance(2 * 86_400_000);
+    // Gone from the reads at once (each door reads the tenant's policy again within seconds).
+    await eventually(async () => expect((await box.request('GET', `/threads/${threadId}`)).status).toBe(404), 20_000);
+    expect((await box.request('GET', `/agui/demo/runs/${input.runId}/events`)).status).toBe(404);
+    // The schedule's sweep (the clock moved past its period) runs retention's pass, under its role's IAM.
+    // The thread's item goes last, once its runs and events are gone.
+    await eventually(async () => {
+      const record = await box.record();
+      expect({ run: record.runs.some((run) => run.runId === input.runId), thread: record.threads.some((thread) => thread.threadId === threadId) }).toEqual({ run: false, thread: false });
+    }, 60_000);
+    const deleted = ((await (await box.admin('GET', `audit?action=retention.deleted&target=thread:${threadId}`)).json()) as { records: AuditRecord[] }).records;
+    expect(deleted).toEqual([expect.objectContaining({ tenant, actor: { kind: 'funduq' }, detail: expect.objectContaining({ kind: 'content', runs: 1 }) })]);
+    expect(box.iam.denials).toEqual([]);
+    expect((await box.admin('PUT', `tenants/${encodeURIComponent(tenant)}/retention`, {})).status).toBe(200);
+  });
+});
+
 describe.concurrent('the AG-UI door on AWS', { timeout: 90_000 }, () => {
   it('streams a run posted through API Gateway to its end, on the bundled door and dispatcher functions', async () => {
     const { box } = aws;
@@ -340,31 +372,5 @@ describe('the audit log on AWS', { timeout: 90_000 }, () => {
     expect(sealed).toEqual(expect.arrayContaining([`run:${asking.runId}`, `run:${answer.runId}`, `run:${queued.runId}`, `agent:${id}`]));
     expect((await (await box.admin('GET', 'audit/head')).json()).seq).toBe(verification.head?.seq);
     expect(box.iam.denials).toEqual([]);
-  });
-});
-
-describe('retention on AWS', { timeout: 90_000 }, () => {
-  it("hides a thread past its tenant's days at the deployed doors at once, and the sweep deletes it with its record", async () => {
-    const { box } = aws;
-    const threadId = `t-${randomUUID()}`;
-    const input = runInput(threadId, 'hello');
-    await readSse(await post(box, 'demo', input));
-    const submitted = ((await (await box.admin('GET', `audit?target=run:${input.runId}`)).json()) as { records: AuditRecord[] }).records[0];
-    const tenant = submitted.tenant!;
-    expect((await box.admin('PUT', `tenants/${encodeURIComponent(tenant)}/retention`, { contentDays: 1 })).status).toBe(200);
-    expect((await box.request('GET', `/threads/${threadId}`)).status).toBe(200);
-    box.clock.advance(2 * 86_400_000);
-    // Gone from the reads at once (each door reads the tenant's policy again within seconds).
-    await eventually(async () => expect((await box.request('GET', `/threads/${threadId}`)).status).toBe(404), 20_000);
-    expect((await box.request('GET', `/agui/demo/runs/${input.runId}/events`)).status).toBe(404);
-    // The sweep's pass deletes it, under its role's IAM, and records what went.
-    expect(await box.lambda.invoke('sweep', { olderThanSeconds: 21 * 60 })).toMatchObject({ ok: true });
-    const record = await box.record();
-    expect(record.runs.find((run) => run.runId === input.runId)).toBeUndefined();
-    expect(record.threads.find((thread) => thread.threadId === threadId)).toBeUndefined();
-    const deleted = ((await (await box.admin('GET', `audit?action=retention.deleted&target=thread:${threadId}`)).json()) as { records: AuditRecord[] }).records;
-    expect(deleted).toEqual([expect.objectContaining({ tenant, actor: { kind: 'funduq' }, detail: expect.objectContaining({ kind: 'content', runs: 1 }) })]);
-    expect(box.iam.denials).toEqual([]);
-    expect((await box.admin('PUT', `tenants/${encodeURIComponent(tenant)}/retention`, {})).status).toBe(200);
   });
 });

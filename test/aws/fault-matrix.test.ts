@@ -402,6 +402,48 @@ async function heldRun(box: AwsBox, definition: Record<string, unknown> = {}) {
 }
 
 describe('each flow, its function killed at each AWS call in turn and just after its last', { timeout: 300_000 }, () => {
+  it('deletes a thread retention ended once, under one record, and leaves nothing stranded, when the sweep dies at any of its calls', async () => {
+    const { box } = aws;
+    // First of the flows, so the record holds no thread of another (a pass would take them all).
+    // The box's tenant keeps its threads a day; each case's pass has one thread to delete: its own.
+    const first = runInput(`t-${randomUUID()}`, 'hello');
+    expect(await run(box, first)).toMatchObject({ type: 'RUN_FINISHED' });
+    const listed = async (query: string) =>
+      ((await (await box.admin('GET', `audit?from=${new Date(box.clock.now() - 3 * DAY_MS).toISOString()}&${query}`)).json()) as { records: Array<{ tenant?: string; detail?: Record<string, unknown> }> }).records;
+    const tenant = (await listed(`target=run:${first.runId}`))[0].tenant!;
+    expect((await box.admin('PUT', `tenants/${encodeURIComponent(tenant)}/retention`, { contentDays: 1 })).status).toBe(200);
+    // A pass takes a bounded share (the rest is the next hour's): the schedule's sweeps, one at a time, until none is left.
+    for (let pass = 0; pass < 10 && (await box.record()).threads.length > 0; pass++) {
+      const sweeps = box.schedules.invocations.length;
+      box.clock.advance(2 * DAY_MS);
+      await eventually(() => expect(box.schedules.invocations.length).toBeGreaterThan(sweeps), 120_000);
+    }
+    expect((await box.record()).threads).toEqual([]);
+    await killedAtEachCall(box, 'retention', 'sweep', async () => {
+      const input = runInput(`t-${randomUUID()}`, 'hello');
+      expect(await run(box, input)).toMatchObject({ type: 'RUN_FINISHED' });
+      await eventually(() => expect(dispatched(box, input.runId)).toBe(true), 10_000);
+      // Sealed beforehand (nothing of it expired yet): the case's sweep has nothing to seal, so its calls are the deletion's.
+      expect(await box.lambda.invoke('sweep', { olderThanSeconds: 21 * 60 })).toMatchObject({ ok: true });
+      return {
+        async send({ killed }) {
+          // Two days on: the schedule's sweep runs retention's pass, which finds the thread ended.
+          const before = box.schedules.invocations.length;
+          box.clock.advance(2 * DAY_MS);
+          await eventually(() => expect(killed() || (box.schedules.invocations.length > before && box.lambda.running('sweep').length === 0)).toBe(true), 30_000);
+        },
+        async finish(at) {
+          const record = await box.record();
+          expect({ at, thread: record.threads.some((t) => t.threadId === input.threadId), run: record.runs.some((r) => r.runId === input.runId), events: record.seqs.has(input.runId) }).toEqual({ at, thread: false, run: false, events: false });
+          const deleted = await listed(`action=retention.deleted&target=thread:${input.threadId}`);
+          expect({ at, deleted: deleted.map((r) => r.detail) }).toEqual({ at, deleted: [expect.objectContaining({ kind: 'content', runs: 1 })] });
+          return 'deleted';
+        },
+      };
+    });
+    expect((await box.admin('PUT', `tenants/${encodeURIComponent(tenant)}/retention`, {})).status).toBe(200);
+  });
+
   it('leaves nothing stranded when the door dies at any of its calls', async () => {
     const { box } = aws;
     for (const target of targets(await callsOf(box, 'doors-stream', firstRun))) await killedAt(box, firstRun, 'doors-stream', target);
@@ -552,48 +594,6 @@ describe('each flow, its function killed at each AWS call in turn and just after
         },
       };
     });
-  });
-
-  it('deletes a thread retention ended once, under one record, and leaves nothing stranded, when the sweep dies at any of its calls', async () => {
-    const { box } = aws;
-    // The box's tenant keeps its threads a day; a clean pass first takes the earlier flows' threads,
-    // so each case's pass has one thread to delete: its own.
-    const first = runInput(`t-${randomUUID()}`, 'hello');
-    expect(await run(box, first)).toMatchObject({ type: 'RUN_FINISHED' });
-    const listed = async (query: string) =>
-      ((await (await box.admin('GET', `audit?from=${new Date(box.clock.now() - 3 * DAY_MS).toISOString()}&${query}`)).json()) as { records: Array<{ tenant?: string; detail?: Record<string, unknown> }> }).records;
-    const tenant = (await listed(`target=run:${first.runId}`))[0].tenant!;
-    expect((await box.admin('PUT', `tenants/${encodeURIComponent(tenant)}/retention`, { contentDays: 1 })).status).toBe(200);
-    // A pass takes a bounded share (the rest is the next hour's): the schedule's sweeps, one at a time, until none is left.
-    for (let pass = 0; pass < 10 && (await box.record()).threads.length > 0; pass++) {
-      const sweeps = box.schedules.invocations.length;
-      box.clock.advance(2 * DAY_MS);
-      await eventually(() => expect(box.schedules.invocations.length).toBeGreaterThan(sweeps), 120_000);
-    }
-    expect((await box.record()).threads).toEqual([]);
-    await killedAtEachCall(box, 'retention', 'sweep', async () => {
-      const input = runInput(`t-${randomUUID()}`, 'hello');
-      expect(await run(box, input)).toMatchObject({ type: 'RUN_FINISHED' });
-      await eventually(() => expect(dispatched(box, input.runId)).toBe(true), 10_000);
-      // Sealed beforehand (nothing of it expired yet): the case's sweep has nothing to seal, so its calls are the deletion's.
-      expect(await box.lambda.invoke('sweep', { olderThanSeconds: 21 * 60 })).toMatchObject({ ok: true });
-      return {
-        async send({ killed }) {
-          // Two days on: the schedule's sweep runs retention's pass, which finds the thread ended.
-          const before = box.schedules.invocations.length;
-          box.clock.advance(2 * DAY_MS);
-          await eventually(() => expect(killed() || (box.schedules.invocations.length > before && box.lambda.running('sweep').length === 0)).toBe(true), 30_000);
-        },
-        async finish(at) {
-          const record = await box.record();
-          expect({ at, thread: record.threads.some((t) => t.threadId === input.threadId), run: record.runs.some((r) => r.runId === input.runId), events: record.seqs.has(input.runId) }).toEqual({ at, thread: false, run: false, events: false });
-          const deleted = await listed(`action=retention.deleted&target=thread:${input.threadId}`);
-          expect({ at, deleted: deleted.map((r) => r.detail) }).toEqual({ at, deleted: [expect.objectContaining({ kind: 'content', runs: 1 })] });
-          return 'deleted';
-        },
-      };
-    });
-    expect((await box.admin('PUT', `tenants/${encodeURIComponent(tenant)}/retention`, {})).status).toBe(200);
   });
 
   it('killed each function at every call a flow made of it, and just after its last', () => {
