@@ -210,7 +210,7 @@ export interface Thread {
    * bound to it for good. Absent, the thread is open.
    */
   head?: string;
-  /** When a run last arrived or settled on it (ISO): its retention is counted from then (`core/retention`). */
+  /** When a run last settled on it (ISO; absent: when it was made): its retention is counted from then (`core/retention`). */
   lastActivityAt?: string;
   /** A legal hold on the thread: its content is kept, whatever its retention, until the hold is lifted. */
   hold?: LegalHold;

@@ -356,20 +356,20 @@ async function land(core: Core, request: AdmittedRequest, place: Place, landing:
           undo.push(() => core.ledger.reopenAsks(landing.waiting.runId, landing.closing));
           core.life.answered?.(closed, { runId: input.runId, askIds: Object.keys(landing.closing) });
         }
-        const arrival = await core.store.threads.reserveArrival(landing.waiting, input.runId, undefined, isoNow(core));
+        const arrival = await core.store.threads.reserveArrival(landing.waiting, input.runId, undefined);
         undo.push(() => core.store.threads.releasePlace(landing.waiting, input.runId));
         return await accept(core, request, arrival ?? 0, lineageOf(input, landing));
       }
       case 'interjection': {
         // Dispatched at once beside the running run it names: it takes a place but does not wait for one.
-        const arrival = await core.store.threads.reserveArrival(landing.target, input.runId, undefined, isoNow(core));
+        const arrival = await core.store.threads.reserveArrival(landing.target, input.runId, undefined);
         undo.push(() => core.store.threads.releasePlace(landing.target, input.runId));
         return await accept(core, request, arrival ?? 0, lineageOf(input, landing));
       }
       case 'ordinary': {
         // Places count runs not yet settled, so a thread holds one running run plus `threadQueueLimit` queued.
         const limit = core.settings.threadQueueLimit;
-        const arrival = await core.store.threads.reserveArrival(thread.value, input.runId, limit + 1, isoNow(core));
+        const arrival = await core.store.threads.reserveArrival(thread.value, input.runId, limit + 1);
         if (arrival === undefined) {
           return refuse('thread_queue_full', `thread "${thread.value.threadId}" already has ${limit} runs waiting`);
         }

@@ -139,8 +139,11 @@ export interface Threads {
    * held; undefined when the thread is full (nothing written). A place is held by its run's id
    * (`holder`): a holder that holds one already takes a new number and no second place.
    */
-  reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined, at?: string): Promise<number | undefined>;
-  /** Gives back the place `holder` holds, if it holds one: a repeat gives nothing back twice. */
+  reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<number | undefined>;
+  /**
+   * Gives back the place `holder` holds, if it holds one: a repeat gives nothing back twice. With
+   * `at` (a run settled), the thread's last activity moves to then (retention counts from it).
+   */
   releasePlace(thread: ThreadRef, holder: string, at?: string): Promise<void>;
   /** The runs holding the thread's places (a repair gives back those of runs settled or never recorded). */
   placeHolders(thread: ThreadRef): Promise<string[]>;
@@ -164,12 +167,16 @@ export interface PurgedContent {
 /**
  * Retention (core/retention): each tenant's own policy and legal hold, threads' holds, and the
  * deletion of what retention ended. A thread's last activity (`Thread.lastActivityAt`) is written
- * by the thread's own writes (`Threads.reserveArrival`, `releasePlace`, given their time).
+ * by the write that gives back a settled run's place (`Threads.releasePlace`, given its time): a
+ * run that arrived holds a place until it settles, and a thread with a place held never expires.
  */
 export interface RetentionRecords {
   get(tenant: string): Promise<TenantRetention | undefined>;
-  /** Replaces the tenant's policy and hold; with neither, the tenant has none of its own. */
-  put(entry: TenantRetention): Promise<void>;
+  /**
+   * Sets (or, undefined, removes) one field of the tenant's entry, `policy` or `hold`, leaving the
+   * other as it is: one write each, so an admin's policy and a hold placed at once both stand.
+   */
+  set<F extends 'policy' | 'hold'>(tenant: string, field: F, value: TenantRetention[F]): Promise<void>;
   /** Every tenant with a policy or a hold of its own. */
   list(): Promise<TenantRetention[]>;
   /** Places (or, undefined, lifts) a thread's hold: the thread as written, undefined when there is no such thread. */

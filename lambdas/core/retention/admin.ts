@@ -2,7 +2,7 @@ import type { Core } from '../deps.js';
 import { ok, refuse, type Result } from '../errors.js';
 import type { LegalHold, ThreadRef } from '../model.js';
 import { gatewayPolicy, ruleOf } from './expiry.js';
-import { MOST_DAYS, type RetentionPolicy, type TenantPolicy, type TenantRetention } from './policy.js';
+import { MOST_DAYS, type RetentionPolicy, type TenantPolicy } from './policy.js';
 
 /** A tenant's retention as the admin reads it: what is in force, what the tenant set of its own, the gateway's, and its hold. */
 export interface RetentionView {
@@ -32,17 +32,14 @@ export async function setRetention(core: Core, tenant: string, policy: TenantPol
     const problem = daysProblem(name, days);
     if (problem) return refuse('invalid_input', problem);
   }
-  const own = await core.store.retention.get(tenant);
-  const next: TenantRetention = { tenant, ...(policy && Object.keys(policy).length > 0 ? { policy } : {}), ...(own?.hold ? { hold: own.hold } : {}) };
-  await core.store.retention.put(next);
+  await core.store.retention.set(tenant, 'policy', policy && Object.keys(policy).length > 0 ? policy : undefined);
   core.recentRetention.forget(tenant);
   return ok(await retentionView(core, tenant));
 }
 
 /** Places (or, undefined, lifts) a legal hold on all of a tenant's content. */
 export async function holdTenant(core: Core, tenant: string, hold: LegalHold | undefined): Promise<RetentionView> {
-  const own = await core.store.retention.get(tenant);
-  await core.store.retention.put({ tenant, ...(own?.policy ? { policy: own.policy } : {}), ...(hold ? { hold } : {}) });
+  await core.store.retention.set(tenant, 'hold', hold);
   core.recentRetention.forget(tenant);
   return retentionView(core, tenant);
 }

@@ -51,12 +51,7 @@ export async function liveThread(core: Core, ref: ThreadRef): Promise<Thread | u
 
 /** The run as a read sees it: undefined when retention ended its thread (read then as an unknown run). */
 export async function liveRun<R extends Pick<Run, 'tenant' | 'threadId'>>(core: Core, run: R | undefined): Promise<R | undefined> {
-  if (!run) return undefined;
-  const rule = await tenantRule(core, run.tenant);
-  // Nothing to read of the thread when the tenant's content is kept for ever (the default).
-  if (rule.policy.contentDays === null) return run;
-  const thread = await core.store.threads.get(run);
-  return thread && (await isExpired(core, thread, rule)) ? undefined : run;
+  return run && (await liveRuns(core, [run]))[0];
 }
 
 /** The runs a read may show: those whose thread retention has not ended (threads read once each). */
@@ -80,13 +75,18 @@ export async function liveRuns<R extends Pick<Run, 'tenant' | 'threadId'>>(core:
   return runs.filter((_, i) => !flags[i]);
 }
 
-/** Whether a usage record is still kept (its tenant's usage days have not passed since it ended, or a hold covers its tenant), tenants' rules read once each. */
+/** Whether a usage record is still kept (`usageCutoff`), tenants' rules read once each. */
 export function usageKept(core: Core): (record: { tenant: string; endedAt: string }) => Promise<boolean> {
   const cutoffs = new Map<string, Promise<string | undefined>>();
   return async (record) => {
     let cutoff = cutoffs.get(record.tenant);
-    if (!cutoff) cutoffs.set(record.tenant, (cutoff = tenantRule(core, record.tenant).then((rule) => (rule.tenantHold ? undefined : cutoffOf(rule.policy.usageDays, core.clock.now())))));
+    if (!cutoff) cutoffs.set(record.tenant, (cutoff = tenantRule(core, record.tenant).then((rule) => usageCutoff(rule, core.clock.now()))));
     const before = await cutoff;
     return before === undefined || record.endedAt >= before;
   };
+}
+
+/** Before when a tenant's usage records are gone: its usage days back, none while a hold covers the tenant. */
+export function usageCutoff(rule: TenantRule, now: number): string | undefined {
+  return rule.tenantHold ? undefined : cutoffOf(rule.policy.usageDays, now);
 }

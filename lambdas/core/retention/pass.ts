@@ -2,7 +2,7 @@ import { auditId, FUNDUQ_ACTOR, type AuditRecord } from '../audit/record.js';
 import { auditSystem } from '../audit/write.js';
 import type { Core } from '../deps.js';
 import type { PurgedContent } from '../ports.js';
-import { gatewayPolicy, isExpired, ruleOf } from './expiry.js';
+import { gatewayPolicy, isExpired, ruleOf, usageCutoff } from './expiry.js';
 import { cutoffOf, lastActivityOf, type RetentionPolicy, type TenantRetention } from './policy.js';
 
 /** What one pass deleted. */
@@ -102,11 +102,7 @@ async function deleteUsage(core: Core, defaults: RetentionPolicy, owns: Readonly
   const now = core.clock.now();
   const cutoffs = new Map<string, string | undefined>();
   const cutoffFor = (tenant: string) => {
-    if (!cutoffs.has(tenant)) {
-      // A tenant's hold keeps its usage records too (its audit records are the gateway's: see deleteAudit).
-      const rule = ruleOf(defaults, owns.get(tenant));
-      cutoffs.set(tenant, rule.tenantHold ? undefined : cutoffOf(rule.policy.usageDays, now));
-    }
+    if (!cutoffs.has(tenant)) cutoffs.set(tenant, usageCutoff(ruleOf(defaults, owns.get(tenant)), now));
     return cutoffs.get(tenant);
   };
   const gone = new Map<string, string[]>();
@@ -121,10 +117,12 @@ async function deleteUsage(core: Core, defaults: RetentionPolicy, owns: Readonly
     seen += page.records.length;
     cursor = page.cursor;
   } while (cursor !== undefined && seen < PASS_LIMIT.usage);
+  // Each deletion's record first: a pass that dies after it deletes them in the next, under a second
+  // record, rather than leaving a deletion no record tells of.
   for (const [tenant, runIds] of gone) {
+    await auditSystem(core, { tenant, action: 'retention.deleted', target: `tenant:${tenant}`, detail: { kind: 'usage', records: runIds.length, usageDays: ruleOf(defaults, owns.get(tenant)).policy.usageDays } });
     await core.store.usage.delete(runIds);
     report.usageRecords += runIds.length;
-    await auditSystem(core, { tenant, action: 'retention.deleted', target: `tenant:${tenant}`, detail: { kind: 'usage', records: runIds.length, usageDays: ruleOf(defaults, owns.get(tenant)).policy.usageDays } });
   }
 }
 
@@ -139,21 +137,22 @@ async function deleteAudit(core: Core, defaults: RetentionPolicy, report: Retent
   if (before === undefined) return;
   const { audit } = core.store;
   const head = await audit.lastSegment();
-  let records = 0;
-  let segments = 0;
-  for (const segment of await audit.segments(0, PASS_LIMIT.segments)) {
-    if (segment.to >= before || segment.seq === head?.seq) break;
-    await audit.delete(segment.ids);
-    await audit.deleteSegment(segment.seq);
-    records += segment.ids.length;
-    segments += 1;
-  }
+  const oldest = await audit.segments(0, PASS_LIMIT.segments);
+  // The front of the chain, up to the first segment kept: the chain only ever loses its front.
+  const kept = oldest.findIndex((segment) => segment.to >= before || segment.seq === head?.seq);
+  const segments = kept < 0 ? oldest : oldest.slice(0, kept);
   // Only a gateway with no key leaves records unsealed this long; a store that lists them a day at
   // a time (DynamoDB) reads the week before the cutoff, which an hourly pass has kept clear.
   const unsealed = await audit.unsealed(PASS_LIMIT.usage, new Date(Date.parse(before) - UNSEALED_LOOKBACK_MS).toISOString(), before);
-  await audit.delete(unsealed.map((record) => record.id));
-  records += unsealed.length;
+  const records = segments.reduce((sum, segment) => sum + segment.ids.length, unsealed.length);
   if (records === 0) return;
+  // The record first, as for usage: a pass that dies before the deletes is done again by the next.
+  await auditSystem(core, { action: 'retention.deleted', target: 'audit', detail: { kind: 'audit', records, segments: segments.length, before, auditDays: defaults.auditDays } });
+  // Oldest first, each segment's records before the segment.
+  for (const segment of segments) {
+    await audit.delete(segment.ids);
+    await audit.deleteSegment(segment.seq);
+  }
+  await audit.delete(unsealed.map((record) => record.id));
   report.auditRecords += records;
-  await auditSystem(core, { action: 'retention.deleted', target: 'audit', detail: { kind: 'audit', records, segments, before, auditDays: defaults.auditDays } });
 }

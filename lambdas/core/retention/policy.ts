@@ -45,7 +45,7 @@ export function cutoffOf(days: number | null, now: number): string | undefined {
   return days === null ? undefined : new Date(now - days * DAY_MS).toISOString();
 }
 
-/** When a thread last had activity: a run arrived or settled on it (threads written before this was kept: when it was made). */
+/** When a thread last had activity: its latest run settled (before any did, or for a thread written before this was kept: when it was made). */
 export function lastActivityOf(thread: Thread): string {
   return thread.lastActivityAt ?? thread.createdAt;
 }

@@ -23,9 +23,15 @@ export class SqliteRetention implements RetentionRecords {
     return row && (JSON.parse(row.body) as TenantRetention);
   }
 
-  async put(entry: TenantRetention): Promise<void> {
-    if (entry.policy === undefined && entry.hold === undefined) this.statements.delete.run(entry.tenant);
-    else this.statements.put.run(entry.tenant, JSON.stringify(entry));
+  async set<F extends 'policy' | 'hold'>(tenant: string, field: F, value: TenantRetention[F]): Promise<void> {
+    this.handle.db.transaction(() => {
+      const row = this.statements.get.get(tenant) as { body: string } | undefined;
+      const entry: TenantRetention = row ? (JSON.parse(row.body) as TenantRetention) : { tenant };
+      if (value === undefined) delete entry[field];
+      else entry[field] = value;
+      if (entry.policy === undefined && entry.hold === undefined) this.statements.delete.run(tenant);
+      else this.statements.put.run(tenant, JSON.stringify(entry));
+    })();
   }
 
   async list(): Promise<TenantRetention[]> {

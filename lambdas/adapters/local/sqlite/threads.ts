@@ -29,13 +29,13 @@ export class SqliteThreads implements Threads {
     })();
   }
 
-  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined, at?: string): Promise<number | undefined> {
+  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<number | undefined> {
     const key = threadKey(thread);
     const { places } = this.handle;
     return this.handle.db.transaction(() => {
       // A run that holds a place already (its request came again after a crash) takes a new number only.
-      if (places.holds.get(`t:${key}`, holder)) return (this.statements.nextArrival.get({ key, at: at ?? null }) as { arrivals: number } | undefined)?.arrivals;
-      const row = this.statements.reserveArrival.get({ key, limit: limit ?? null, at: at ?? null }) as { arrivals: number } | undefined;
+      if (places.holds.get(`t:${key}`, holder)) return (this.statements.nextArrival.get(key) as { arrivals: number } | undefined)?.arrivals;
+      const row = this.statements.reserveArrival.get({ key, limit: limit ?? null }) as { arrivals: number } | undefined;
       if (row) places.hold.run(`t:${key}`, holder);
       return row?.arrivals;
     })();
@@ -87,10 +87,10 @@ function prepare(db: Database.Database) {
     createThread: db.prepare('INSERT OR IGNORE INTO threads (thread_key, body, unsettled, arrivals, waiting_run_id, last_activity_at) VALUES (?, ?, ?, ?, ?, ?)'),
     // One statement takes the number and the place together, only while the thread has room.
     reserveArrival: db.prepare(
-      'UPDATE threads SET arrivals = arrivals + 1, unsettled = unsettled + 1, last_activity_at = coalesce(@at, last_activity_at) WHERE thread_key = @key AND (@limit IS NULL OR unsettled < @limit) RETURNING arrivals',
+      'UPDATE threads SET arrivals = arrivals + 1, unsettled = unsettled + 1 WHERE thread_key = @key AND (@limit IS NULL OR unsettled < @limit) RETURNING arrivals',
     ),
     releasePlace: db.prepare('UPDATE threads SET unsettled = unsettled - 1, last_activity_at = coalesce(@at, last_activity_at) WHERE thread_key = @key AND unsettled > 0'),
-    nextArrival: db.prepare('UPDATE threads SET arrivals = arrivals + 1, last_activity_at = coalesce(@at, last_activity_at) WHERE thread_key = @key RETURNING arrivals'),
+    nextArrival: db.prepare('UPDATE threads SET arrivals = arrivals + 1 WHERE thread_key = ? RETURNING arrivals'),
     abandonThread: db.prepare('DELETE FROM threads WHERE thread_key = ? AND arrivals = 1'),
     setUnsettled: db.prepare('UPDATE threads SET unsettled = ? WHERE thread_key = ?'),
     setWaitingRun: db.prepare('UPDATE threads SET waiting_run_id = ? WHERE thread_key = ?'),

@@ -30,21 +30,17 @@ export class DynamoRetention implements RetentionRecords {
 
   async get(tenant: string): Promise<TenantRetention | undefined> {
     const item = await this.handle.get(retentionKey(tenant));
-    return item && (JSON.parse(item.body as string) as TenantRetention);
+    return item && entryOf(item);
   }
 
-  async put(entry: TenantRetention): Promise<void> {
-    const key = retentionKey(entry.tenant);
-    if (entry.policy === undefined && entry.hold === undefined) {
-      await this.handle.deleteKeys(this.handle.tables.runs, [key]);
-      return;
-    }
+  async set<F extends 'policy' | 'hold'>(tenant: string, field: F, value: TenantRetention[F]): Promise<void> {
+    // One attribute per field, set or removed by its own UpdateItem: a policy and a hold written at once both stand.
     const { partitionKey, sortKey } = RUNS_TABLE.byKey;
     await this.handle.update({
-      Key: key,
-      UpdateExpression: 'SET #body = :body, #ix = :ix, #ixSort = :tenant',
-      ExpressionAttributeNames: { '#body': 'body', '#ix': partitionKey, '#ixSort': sortKey },
-      ExpressionAttributeValues: { ':body': JSON.stringify(entry), ':ix': RETENTION_PARTITION, ':tenant': entry.tenant },
+      Key: retentionKey(tenant),
+      UpdateExpression: `SET #tenant = :tenant, #ix = :ix, #ixSort = :tenant${value === undefined ? ' REMOVE #field' : ', #field = :value'}`,
+      ExpressionAttributeNames: { '#tenant': 'tenant', '#ix': partitionKey, '#ixSort': sortKey, '#field': field },
+      ExpressionAttributeValues: { ':tenant': tenant, ':ix': RETENTION_PARTITION, ...(value === undefined ? {} : { ':value': value }) },
     });
   }
 
@@ -57,7 +53,7 @@ export class DynamoRetention implements RetentionRecords {
       ExpressionAttributeNames: { '#ix': partitionKey },
       ExpressionAttributeValues: { ':ix': RETENTION_PARTITION },
     });
-    return items.map((item) => JSON.parse(item.body as string) as TenantRetention);
+    return items.map(entryOf).filter((entry) => entry.policy !== undefined || entry.hold !== undefined);
   }
 
   async holdThread(thread: ThreadRef, hold: LegalHold | undefined): Promise<Thread | undefined> {
@@ -98,12 +94,12 @@ export class DynamoRetention implements RetentionRecords {
     const item = await this.handle.get(key);
     if (!item) return undefined;
     let mark = item.purging as PurgeMark | undefined;
+    // A run arrived since the thread was judged expired, one holds a place, or a hold was placed: it stays.
+    if (mark === undefined && (item.arrivals !== thread.arrivals || (item.unsettled as number) > 0 || item.hold !== undefined)) return undefined;
     const runIds = await this.runsOf(thread);
     const events = new Map<string, Item[]>();
     for (const runId of runIds) events.set(runId, await this.eventKeys(runId));
     if (mark === undefined) {
-      // A run arrived since the thread was judged expired, one holds a place, or a hold was placed: it stays.
-      if (item.arrivals !== thread.arrivals || (item.unsettled as number) > 0 || item.hold !== undefined) return undefined;
       const content = { runs: runIds.length, events: [...events.values()].reduce((sum, keys) => sum + keys.length, 0) };
       const record = audit(content);
       const marked: PurgeMark = { auditId: record.id, ...content };
@@ -162,6 +158,10 @@ export class DynamoRetention implements RetentionRecords {
       ProjectionExpression: '#partition, #sort',
     });
   }
+}
+
+function entryOf(item: Item): TenantRetention {
+  return { tenant: item.tenant as string, ...(item.policy !== undefined ? { policy: item.policy as TenantRetention['policy'] } : {}), ...(item.hold !== undefined ? { hold: item.hold as TenantRetention['hold'] } : {}) };
 }
 
 function decodeIdleCursor(cursor: string): { shard: number; start?: Item } {

@@ -17,20 +17,19 @@ export class DynamoThreads implements Threads {
     return this.handle.putNew({ ...threadItemKey(thread), ...idleIndex(thread, thread.lastActivityAt ?? thread.createdAt), ...thread, holders: new Set([holder]) });
   }
 
-  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined, at?: string): Promise<number | undefined> {
+  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<number | undefined> {
     const limited = limit !== undefined;
-    const active = activity(thread, at);
     // One conditional ADD takes the number and the place together, so concurrent arrivals can
     // neither share a number nor overfill the thread; the place is the holder's, so a run takes one once.
     // A thread being deleted (retention) takes no arrival.
-    const names = { '#arrivals': 'arrivals', '#unsettled': 'unsettled', '#holders': 'holders', '#purging': 'purging', ...active.names };
+    const names = { '#arrivals': 'arrivals', '#unsettled': 'unsettled', '#holders': 'holders', '#purging': 'purging' };
     const attributes = await this.handle.update({
       Key: threadItemKey(thread),
-      UpdateExpression: `ADD #arrivals :one, #unsettled :one, #holders :holder${active.set}`,
+      UpdateExpression: 'ADD #arrivals :one, #unsettled :one, #holders :holder',
       ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(#purging) AND NOT contains(#holders, :id)${limited ? ' AND #unsettled < :limit' : ''}`,
       ExpressionAttributeNames: names,
       // DynamoDB rejects a value placeholder the expressions do not use, hence two shapes.
-      ExpressionAttributeValues: { ':one': 1, ':holder': new Set([holder]), ':id': holder, ...(limited ? { ':limit': limit } : {}), ...active.values },
+      ExpressionAttributeValues: { ':one': 1, ':holder': new Set([holder]), ':id': holder, ...(limited ? { ':limit': limit } : {}) },
       ReturnValues: 'UPDATED_NEW',
     });
     if (attributes) return attributes.arrivals as number;
@@ -39,10 +38,10 @@ export class DynamoThreads implements Threads {
     if (!holds(held, holder)) return undefined;
     const numbered = await this.handle.update({
       Key: threadItemKey(thread),
-      UpdateExpression: `ADD #arrivals :one${active.set}`,
+      UpdateExpression: 'ADD #arrivals :one',
       ConditionExpression: 'attribute_exists(pk)',
-      ExpressionAttributeNames: { '#arrivals': 'arrivals', ...active.names },
-      ExpressionAttributeValues: { ':one': 1, ...active.values },
+      ExpressionAttributeNames: { '#arrivals': 'arrivals' },
+      ExpressionAttributeValues: { ':one': 1 },
       ReturnValues: 'UPDATED_NEW',
     });
     return numbered?.arrivals as number | undefined;
