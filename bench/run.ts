@@ -31,6 +31,7 @@ import { healthUnderLoad } from './scenarios/9-health-under-load.js';
 import { actorChain } from './scenarios/10-actor-chain.js';
 import { traceFlush } from './scenarios/11-trace-flush.js';
 import { audit } from './scenarios/12-audit.js';
+import { consolePages } from './scenarios/13-console.js';
 import type { LocalStoreKind } from '../lambdas/runtimes/local.js';
 
 const args = process.argv.slice(2);
@@ -73,6 +74,7 @@ const scenarios: { id: number; title: string; run: (bench: Bench, store: LocalSt
   { id: 10, title: 'actor chains: checking a 5-hop chain at the door and at the agent', run: actorChain, stores: ['sqlite'] },
   { id: 11, title: "trace flush: a Lambda invocation's export of its spans to CloudWatch, in the AWS box", run: traceFlush, stores: ['aws'] },
   { id: 12, title: "audit: the offline verifier over 1,000,000 records, and a run's audit record at its admission", run: audit, stores: ['sqlite'] },
+  { id: 13, title: 'console: the threads page over 10,000 threads, and a run page of 20,000 events in a browser', run: consolePages, stores: LOCAL_STORES },
 ];
 
 function format(value: number | null, unit: string): string {

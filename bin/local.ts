@@ -65,6 +65,7 @@ const local = await startLocalGateway(settings).catch((error: unknown) => {
 
 const record = local.record.store === 'sqlite' ? `SQLite, ${local.record.file}` : `DynamoDB adapter on dynalite, ${settings.dataDir}`;
 console.log(`funduq is listening on ${local.url}  (record: ${record})
+  console      ${local.url}/console             (threads, runs, asks, usage, audit, in a browser${settings.adminToken ? ': sign in with FUNDUQ_ADMIN_TOKEN' : ''})
   AG-UI   POST ${local.url}/agui/demo          (RunAgentInput → SSE)
   A2A          ${local.url}/a2a/demo/          (the agent's A2A URL for a client: its card at .well-known/agent-card.json, JSON-RPC here, HTTP+JSON at rest)
   replay  GET  ${local.url}/agui/demo/runs/{runId}/events   (Last-Event-ID)

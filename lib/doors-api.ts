@@ -148,6 +148,12 @@ export class DoorsApi extends Construct {
     this.route('ANY', '/agui/{agentId}/{proxy+}', 'buffered');
     this.route('ANY', '/agui/{agentId}/runs/{runId}/{proxy+}', 'buffered');
     this.route('ANY', '/a2a/{agentId}/{proxy+}', 'buffered');
+    // The console signs its operators in itself (a browser brings no API key or JWT): public to API
+    // Gateway, refused by the doors without a session. A run page follows its run as a stream.
+    this.route('ANY', '/console', 'buffered', 'public');
+    this.route('ANY', '/console/{proxy+}', 'buffered', 'public');
+    this.route('GET', '/console/tenants/{tenant}/runs/{runId}/stream', 'stream', 'public');
+    this.route('ANY', '/console/tenants/{tenant}/runs/{runId}/{proxy+}', 'buffered', 'public');
     // The usage export can be months of records: a buffered Lambda response holds 6 MB, a stream
     // far more. Its resource and each one above it answer every other method and path buffered.
     this.route('GET', '/admin/usage/export', 'stream');

@@ -14,7 +14,7 @@ function layerOf(path: string): string {
 /** Every lambdas/ module's imports of other lambdas/ folders or of packages/, as `module → layer`. */
 function crossings(): { from: string; to: string }[] {
   return readdirSync(LAMBDAS, { recursive: true, encoding: 'utf8' })
-    .filter((name) => name.endsWith('.ts'))
+    .filter((name) => /\.tsx?$/.test(name))
     .flatMap((name) => {
       const text = readFileSync(join(LAMBDAS, name), 'utf8');
       const from = name.split('/')[0];
@@ -61,14 +61,15 @@ function importsOf(text: string): string[] {
   return [...text.matchAll(/\b(?:import|export)\s[^'";]*?from\s*['"](\.[^'"]+)['"]|\bimport\s*(?:\(\s*)?['"](\.[^'"]+)['"]/g)].map((m) => m[1] ?? m[2]);
 }
 
-/** lambdas/ as a graph: each module and the lambdas/ modules it names (`x.js` is `x.ts`). */
+/** lambdas/ as a graph: each module and the lambdas/ modules it names (`x.js` is `x.ts`, or `x.tsx`: the console's pages). */
 function importGraph(): Map<string, string[]> {
-  const names = readdirSync(LAMBDAS, { recursive: true, encoding: 'utf8' }).filter((name) => /\.[cm]?ts$|\.[cm]js$/.test(name));
+  const names = readdirSync(LAMBDAS, { recursive: true, encoding: 'utf8' }).filter((name) => /\.[cm]?tsx?$|\.[cm]js$/.test(name));
   const known = new Set(names);
   return new Map(
     names.map((name) => {
       const targets = importsOf(readFileSync(join(LAMBDAS, name), 'utf8')).map((spec) => relative(LAMBDAS, join(LAMBDAS, name, '..', spec)));
-      return [name, [...new Set(targets.map((target) => (known.has(target) ? target : target.replace(/\.js$/, '.ts'))))].filter((target) => known.has(target))];
+      const resolved = (target: string) => (known.has(target) ? target : known.has(target.replace(/\.js$/, '.tsx')) ? target.replace(/\.js$/, '.tsx') : target.replace(/\.js$/, '.ts'));
+      return [name, [...new Set(targets.map(resolved))].filter((target) => known.has(target))];
     }),
   );
 }

@@ -9,7 +9,7 @@ const NAME = 'ListTasks';
 const HEADERS = { 'Content-Type': 'application/json', 'A2A-Version': '1.0' };
 
 /** Starts `count` tasks (SendMessage, returnImmediately), `parallel` at a time, and waits until the last is done. */
-async function makeTasks(base: string, count: number, parallel: number): Promise<void> {
+export async function makeTasks(base: string, count: number, parallel: number): Promise<void> {
   let made = 0;
   const one = async () => {
     while (made < count) {

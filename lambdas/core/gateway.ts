@@ -15,8 +15,10 @@ import { failIfLapsed, failLapsed } from './lease.js';
 import { repairRun, sweepArrivals } from './repair.js';
 import { startRun, type StartedRun, type StartRunRequest } from './start-run.js';
 import { setTenantBudget, tenantView, usagePage, usageRange, usageRecords, usageReport, type UsageGroup, type UsageRange } from './metering.js';
-import type { Budget } from './model.js';
+import type { Budget, Run } from './model.js';
 import { threadView } from './thread-view.js';
+import { auditSegments, listThreads, overview, runEvents, runsMatching, taskOfRun, tenantsSpending, type RunFilter } from './operator.js';
+import type { ThreadListQuery } from './ports.js';
 import { exportAudit } from './audit/export.js';
 import type { AuditEntry, AuditQuery } from './audit/record.js';
 import { sealAudit, type AuditSeal } from './audit/seal.js';
@@ -138,6 +140,16 @@ export function createGateway(deps: CoreDeps, options: GatewayOptions = {}) {
       records: (range: UsageRange) => usageRecords(core, range),
       tenant: (tenant: string) => tenantView(core, tenant),
       setBudget: (tenant: string, budget: Budget | null) => setTenantBudget(core, tenant, budget),
+    },
+    /** What an operator reads across tenants (`core/operator.ts`); its acts are the use cases above. */
+    operator: {
+      threads: (query: ThreadListQuery) => listThreads(core, query),
+      overview: () => overview(core),
+      runsMatching: (filter: RunFilter) => runsMatching(core, filter),
+      events: (runId: string, afterSeq: number, limit: number) => runEvents(core, runId, afterSeq, limit),
+      task: (run: Run) => taskOfRun(core, run),
+      tenants: (also: readonly string[] = []) => tenantsSpending(core, also),
+      segments: (limit: number) => auditSegments(core, limit),
     },
   };
 }

@@ -27,6 +27,7 @@ export type {
   TenantCounters,
   TenantLimits,
   Threads,
+  ThreadListQuery,
   UsageQuery,
   UsageRecords,
 } from './record/port.js';

@@ -7,6 +7,7 @@ import { adminDoor, type AdminOptions } from './admin.js';
 import { admission, inTurn, type AdmissionLimits } from './admission.js';
 import { isEnabled, rosterEntry } from './agent-definition.js';
 import { aguiDoor } from './agui.js';
+import { consoleDoor, type ConsoleOptions } from './console/index.js';
 import { usageDoor } from './usage.js';
 import { auditRequests } from './audit.js';
 import { lostAudit, tenantAuditDoor } from './audit-routes.js';
@@ -37,6 +38,8 @@ export interface AppOptions {
   tracing?: DoorTracer;
   /** An audit record the store did not take: logged whole (`audit_write_failed`), by default through `onError`. */
   onAuditLost?: (entry: AuditEntry, error: unknown) => void;
+  /** The operator's console at `/console` (its tokens, whether it shows content); absent, there is none. */
+  console?: Omit<ConsoleOptions, 'sse' | 'publicUrl' | 'onAuditLost'>;
 }
 
 /** An agent's card, and where a client looks for one given an agent's URL without its "/". */
@@ -74,6 +77,11 @@ export function createApp(options: AppOptions) {
   // Before the callers' principal: the admin routes have a credential of their own, and a push
   // receiver fetching the keys has none of the gateway's.
   if (options.admin) app.route('/admin', adminDoor(gateway, { ...options.admin, publicUrl: options.a2a?.publicUrl }));
+  if (options.console) {
+    // The console's pages are relative to `/console/`, its overview is `/console`: a slash typed after it is let go.
+    app.get('/console/', (c) => c.redirect('../console', 308));
+    app.route('/console', consoleDoor(gateway, { ...options.console, sse, publicUrl: options.a2a?.publicUrl, onAuditLost: options.onAuditLost ?? ((entry, error) => options.onError?.(lostAudit(entry, error))) }));
+  }
   if (options.pushKeys) app.route('/', jwksDoor(options.pushKeys));
   app.use('*', async (c, next) => {
     // The agent card names no task and tells a caller which credential to bring (A2A discovery).

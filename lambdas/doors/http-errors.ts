@@ -38,14 +38,26 @@ const STATUS: Record<RefusalCode, ContentfulStatusCode> = {
  */
 export const RETRY_AFTER_SECONDS = 2;
 
-export type DoorErrorCode = RefusalCode | 'not_found' | 'unauthorized' | 'gateway_busy' | 'internal_error';
+export type DoorErrorCode = RefusalCode | ConsoleErrorCode | 'not_found' | 'unauthorized' | 'gateway_busy' | 'internal_error';
+
+/** The console's own refusals (`doors/console/session.ts`). */
+export type ConsoleErrorCode = 'console_session_required' | 'console_csrf_invalid' | 'console_cross_origin' | 'console_read_only';
+
+const CONSOLE_STATUS: Record<ConsoleErrorCode, ContentfulStatusCode> = {
+  console_session_required: 401,
+  console_csrf_invalid: 403,
+  console_cross_origin: 403,
+  console_read_only: 403,
+};
 
 /** A 429 carries `Retry-After`: the refusal's own (a tenant's next minute) or `RETRY_AFTER_SECONDS`. */
 export function errorResponse(c: Context, code: DoorErrorCode, message: string, retryAfterSeconds?: number): Response {
   const status: ContentfulStatusCode =
     code in STATUS
       ? STATUS[code as RefusalCode]
-      : code === 'not_found'
+      : code in CONSOLE_STATUS
+        ? CONSOLE_STATUS[code as ConsoleErrorCode]
+        : code === 'not_found'
         ? 404
         : code === 'unauthorized'
           ? 401

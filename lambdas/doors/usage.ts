@@ -13,7 +13,7 @@ const GROUPS: readonly UsageGroup[] = ['agent', 'day', 'model'];
 const PAGE_LIMIT = { default: 50, most: 500 };
 
 /** A tenant's budget as `PUT /admin/tenants/{tenant}` takes it: tokens and/or a cost, per UTC day or month. */
-const BudgetSchema = z
+export const BudgetSchema = z
   .object({
     period: z.enum(['day', 'month']),
     // Bounded as prices are: a store keeps numbers between 1e-130 and 1e125 (DynamoDB), and a budget past these means none.

@@ -22,6 +22,8 @@ import {
 } from './aws.js';
 import { awsLink } from './link/aws.js';
 import { ENV } from './environment.js';
+import { GATEWAY_SETTINGS, readSettings } from './settings.js';
+import { segmentCheck } from '../adapters/crypto/audit-seal.js';
 import { systemClock } from '../adapters/system-clock.js';
 import { logger } from './powertools.js';
 import { PROVIDER_KINDS } from './providers.js';
@@ -71,12 +73,17 @@ export function doorsApp(options: DoorsOptions) {
   const build = async () => {
     const linked = await link?.();
     const { gateway, pushKeys } = createWiring({ ...options, ...(linked ? { link: linked.deps, proofs: linked.proofs, auditSeal: linked.seal } : {}) }, { queue: interjectingQueue, timer: stepFunctionsAskTimer });
+    const token = secretArn ? await readSecret(secretArn) : undefined;
+    const { consoleHideContent } = readSettings({ consoleHideContent: GATEWAY_SETTINGS.consoleHideContent }, 'env', (name) => options.env[name]);
     return createApp({
       gateway,
       principal: principalResolver(options.env),
-      admin: secretArn
-        ? { token: await readSecret(secretArn), agents: agentCatalog(PROVIDER_KINDS), onAuditLost: (entry, error) => logger.error('audit_write_failed: an audit record was not written; keep it from this line', { error: error as Error, record: entry }) }
-        : undefined,
+      admin:
+        token !== undefined
+          ? { token, agents: agentCatalog(PROVIDER_KINDS), onAuditLost: (entry, error) => logger.error('audit_write_failed: an audit record was not written; keep it from this line', { error: error as Error, record: entry }) }
+          : undefined,
+      // The console is an admin surface: without the admin token there is none (never an open one on AWS).
+      ...(token !== undefined ? { console: { adminToken: token, hideContent: consoleHideContent ?? false, ...segmentCheck(gateway.audit.publicKey) } } : {}),
       a2a: { publicUrl: options.env[ENV.publicUrl] },
       ...(pushKeys ? { pushKeys: async () => (await pushKeys()).published() } : {}),
       sse: { heartbeatMs: SSE_HEARTBEAT_MS, maxDurationMs: SSE_MAX_DURATION_MS },

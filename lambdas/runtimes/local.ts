@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { recordProjections } from '../core/a2a/task-state.js';
 import { createGateway, type Gateway } from '../core/gateway.js';
+import { segmentCheck } from '../adapters/crypto/audit-seal.js';
 import type { Budget } from '../core/model.js';
 import type { Clock, IdSource, RunStore } from '../core/ports.js';
 import { composeRunLife, type RunLife } from '../core/run-life.js';
@@ -72,6 +73,10 @@ export interface LocalSettings {
   maxRunningRuns?: number;
   /** Required as `Authorization: Bearer` on the admin routes; without it they are open, and a warning says so. */
   adminToken?: string;
+  /** Signs in to the console read-only (`/console`: its pages, never its acts). */
+  consoleReadToken?: string;
+  /** The console leaves message text and tool arguments out of its pages. */
+  consoleHideContent?: boolean;
   /** A JSON file `{ "agents": [ … ] }` of agent definitions registered at start (replacing agents of the same id). */
   agentsFile?: string;
   /** The demo agent's pace for `/slow N`. */
@@ -207,6 +212,7 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
     },
     principal: settings.apiKeys ? apiKeyResolver(settings.apiKeys) : openMode,
     admin: { token: settings.adminToken, agents: agentCatalog(PROVIDER_KINDS), onAuditLost: (entry, error) => log(lostAudit(entry, error).message) },
+    console: { adminToken: settings.adminToken, readToken: settings.consoleReadToken, hideContent: settings.consoleHideContent ?? false, ...segmentCheck(gateway.audit.publicKey) },
     onAuditLost: (entry, error) => log(lostAudit(entry, error).message),
     a2a: { publicUrl: settings.publicUrl },
     pushKeys: async () => pushKeys.published(),
@@ -238,7 +244,8 @@ export async function startLocalGateway(settings: LocalSettings): Promise<LocalG
     log('warning: FUNDUQ_PUSH_ALLOW_HTTP is on: push notifications may be sent over plain http, where their credentials and signed tokens can be read on the way; for development only');
   }
   if (settings.adminToken === undefined) {
-    log(`warning: FUNDUQ_ADMIN_TOKEN is not set, so anyone who reaches http://${host}:${port}/admin/agents can register, change and delete agents`);
+    log(`warning: FUNDUQ_ADMIN_TOKEN is not set, so anyone who reaches http://${host}:${port}/admin/agents can register, change and delete agents, and anyone who reaches http://${host}:${port}/console can read every thread and act on it`);
+    if (settings.consoleReadToken !== undefined) log('warning: FUNDUQ_CONSOLE_READ_TOKEN has no effect without FUNDUQ_ADMIN_TOKEN: the console is open to everyone');
   }
   return {
     url: `http://${host}:${port}`,
@@ -384,3 +391,4 @@ async function openDynalite(dir: string | undefined, settings: LocalSettings, lo
     },
   };
 }
+

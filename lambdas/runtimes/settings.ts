@@ -110,6 +110,8 @@ export const GATEWAY_SETTINGS = {
   retentionContentDays: setting({ env: 'FUNDUQ_RETENTION_CONTENT_DAYS', context: 'retentionContentDays', read: days }),
   retentionUsageDays: setting({ env: 'FUNDUQ_RETENTION_USAGE_DAYS', context: 'retentionUsageDays', read: days }),
   retentionAuditDays: setting({ env: 'FUNDUQ_RETENTION_AUDIT_DAYS', context: 'retentionAuditDays', read: days }),
+  /** The console (`/console`) leaves message text and tool arguments out of its pages: for operators who must not read conversations. */
+  consoleHideContent: setting({ env: 'FUNDUQ_CONSOLE_HIDE_CONTENT', context: 'consoleHideContent', read: flag }),
 };
 
 /** The provider link's clocks the gateway settings set, in the core's words; each left unset keeps the core's default. */
@@ -162,6 +164,8 @@ export const LOCAL_SETTINGS = {
   maxRunningRuns: setting({ env: 'FUNDUQ_MAX_RUNNING_RUNS', read: whole(1), default: 256 }),
   apiKeysFile: setting({ env: 'FUNDUQ_API_KEYS', read: text }),
   adminToken: setting({ env: 'FUNDUQ_ADMIN_TOKEN', read: text }),
+  /** A second token that signs in to the console read-only (its pages, never its acts); needs FUNDUQ_ADMIN_TOKEN. */
+  consoleReadToken: setting({ env: 'FUNDUQ_CONSOLE_READ_TOKEN', read: text }),
   agentsFile: setting({ env: 'FUNDUQ_AGENTS_FILE', read: text }),
   publicUrl: setting({ env: 'FUNDUQ_PUBLIC_URL', read: z.string().url('must be a URL (http://host:port)') }),
   /**

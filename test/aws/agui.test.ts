@@ -374,3 +374,44 @@ describe('the audit log on AWS', { timeout: 90_000 }, () => {
     expect(box.iam.denials).toEqual([]);
   });
 });
+
+describe('the console on AWS', { timeout: 90_000 }, () => {
+  it('is served by the bundled doors under the stage, signs in with the admin token, and shows a run made through API Gateway', async () => {
+    const { box } = aws;
+    const agent = box.agui(`t-${randomUUID()}`);
+    agent.messages = [{ id: randomUUID(), role: 'user', content: 'seen from the console' }];
+    const runId = `run-${randomUUID()}`;
+    await agent.runAgent({ runId });
+    // The API key's tenant: the console names a run by its tenant.
+    const tenant = encodeURIComponent(((await box.run(runId)) as { tenant: string }).tenant);
+    // Where a browser reaches the stage: the agent card's URL says.
+    const card = (await (await box.fetch(`${box.url}/a2a/demo/.well-known/agent-card.json`)).json()) as { url: string };
+    const origin = new URL(card.url).origin;
+    const stage = new URL(card.url).pathname.split('/')[1];
+
+    // Public to API Gateway (a browser brings no API key), refused by the doors without a session.
+    const unsigned = await fetch(`${box.url}/console`, { redirect: 'manual' });
+    expect([unsigned.status, unsigned.headers.get('location')]).toEqual([303, `/${stage}/console/sign-in?next=`]);
+    const signIn = await fetch(`${box.url}/console/sign-in`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { origin, 'x-forwarded-proto': 'https', 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: box.secret(), next: `tenants/${tenant}/runs/${runId}` }),
+    });
+    expect([signIn.status, signIn.headers.get('location')]).toEqual([303, `/${stage}/console/tenants/${tenant}/runs/${runId}`]);
+    const setCookie = signIn.headers.get('set-cookie') ?? '';
+    expect(setCookie).toMatch(new RegExp(`; Path=/${stage}/console; .*HttpOnly; Secure; SameSite=Strict$`));
+    const cookie = setCookie.split(';')[0];
+
+    const page = await fetch(`${box.url}/console/tenants/${tenant}/runs/${runId}`, { headers: { cookie } });
+    const html = await page.text();
+    expect(page.status).toBe(200);
+    expect(html).toContain(`<base href="/${stage}/console/"/>`);
+    expect(html).toContain(`<h1>Run ${runId}</h1>`);
+    const script = /<script src="([^"]+)"/.exec(html)![1];
+    expect((await fetch(`${box.url}/console/${script}`)).headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    const log = (await (await fetch(`${box.url}/console/tenants/${tenant}/runs/${runId}/events.json`, { headers: { cookie } })).json()) as { events: { type: string; text: string }[] };
+    expect(log.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
+    expect(log.events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').map((event) => event.text).join('')).toBe('echo: seen from the console');
+  });
+});

@@ -209,12 +209,12 @@ describe('the doors API', () => {
     template.hasResourceProperties('AWS::ApiGateway::RestApi', { EndpointConfiguration: { Types: ['REGIONAL'] } });
   });
 
-  it('requires an API key by default, with a usage plan, except on the agent card and health', () => {
+  it('requires an API key by default, with a usage plan, except on the agent card, health and the console (which signs its operators in)', () => {
     template.resourceCountIs('AWS::ApiGateway::UsagePlan', 1);
     template.resourceCountIs('AWS::ApiGateway::ApiKey', 1);
     template.resourceCountIs('AWS::ApiGateway::UsagePlanKey', 1);
     for (const [route, method] of routes) {
-      const open = /agent-card|jwks|healthz|readyz/.test(route);
+      const open = /agent-card|jwks|healthz|readyz| \/console/.test(route);
       expect([route, method.ApiKeyRequired === true]).toEqual([route, !open]);
     }
   });

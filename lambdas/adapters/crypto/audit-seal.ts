@@ -61,3 +61,9 @@ export function segmentVerifier(key: KeyObject): (jws: string) => Promise<string
 export function verifierDeps(key: KeyObject): VerifyDeps {
   return { sha256Hex, canonicalHash: (text) => canonicalHashOf(text, sha256Hex), verifySignature: segmentVerifier(key) };
 }
+
+/** A check of a sealed segment's signature by funduq's audit key (its public half as the gateway publishes it), for the console; none when the log is not sealed. */
+export function segmentCheck(publicKey: string | undefined): { verifySegment?: (jws: string) => Promise<string | undefined> } {
+  const key = publicKey === undefined ? undefined : auditPublicKey(publicKey);
+  return key ? { verifySegment: segmentVerifier(key) } : {};
+}

@@ -156,6 +156,19 @@ export interface Threads {
   /** Recovery: the thread's places are held by these runs (what the run records say), and by no others. */
   setPlaces(thread: ThreadRef, holders: readonly string[]): Promise<void>;
   setWaitingRun(thread: ThreadRef, runId: string): Promise<void>;
+  /**
+   * Threads by last activity, latest first (what an operator looks at), filtered; a page at a time.
+   * `active`: a run of it holds a place (queued or running); `idle`: none does.
+   */
+  list(query: ThreadListQuery): Promise<{ threads: Thread[]; cursor?: string }>;
+}
+
+export interface ThreadListQuery {
+  tenant?: string;
+  agentId?: string;
+  state?: 'active' | 'idle';
+  limit: number;
+  cursor?: string;
 }
 
 /** What a thread's deletion took. */

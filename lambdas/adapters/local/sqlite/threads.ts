@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { threadKey, type Thread, type ThreadRef } from '../../../core/model.js';
-import type { Threads } from '../../../core/ports.js';
+import type { ThreadListQuery, Threads } from '../../../core/ports.js';
+import { threadListCursor, threadListPlace } from '../../thread-list-cursor.js';
 import { idColumn, idOf, type SqliteHandle } from './handle.js';
 
 export type ThreadRow = { body: string; unsettled: number; arrivals: number; waiting_run_id: string | null; last_activity_at: string | null };
@@ -73,6 +74,23 @@ export class SqliteThreads implements Threads {
     this.statements.setWaitingRun.run(idColumn(runId), threadKey(thread));
   }
 
+  async list(query: ThreadListQuery): Promise<{ threads: Thread[]; cursor?: string }> {
+    const before = query.cursor === undefined ? undefined : threadListPlace(query.cursor);
+    const rows = this.statements.list.all({
+      beforeAt: before?.at ?? null,
+      beforeKey: before?.key ?? '',
+      prefix: query.tenant === undefined ? null : threadKey({ tenant: query.tenant, threadId: '' }),
+      agent: query.agentId ?? null,
+      state: query.state ?? null,
+      limit: query.limit + 1,
+    }) as (ThreadRow & { thread_key: string })[];
+    const page = rows.slice(0, query.limit);
+    const threads = page.map(threadOf);
+    if (rows.length <= query.limit) return { threads };
+    const last = page[page.length - 1];
+    return { threads, cursor: threadListCursor(last.last_activity_at ?? '', last.thread_key) };
+  }
+
   /** Gives back a thread's place with the row that says `holder` holds it, or nothing when none does. */
   private release(key: string, holder: string, at: string | undefined): void {
     this.handle.db.transaction(() => {
@@ -94,6 +112,15 @@ function prepare(db: Database.Database) {
     abandonThread: db.prepare('DELETE FROM threads WHERE thread_key = ? AND arrivals = 1'),
     setUnsettled: db.prepare('UPDATE threads SET unsettled = ? WHERE thread_key = ?'),
     setWaitingRun: db.prepare('UPDATE threads SET waiting_run_id = ? WHERE thread_key = ?'),
+    // Walks threads_idle backwards from the cursor; the filters read each row it passes.
+    list: db.prepare(
+      `SELECT thread_key, body, unsettled, arrivals, waiting_run_id, last_activity_at FROM threads
+       WHERE (@beforeAt IS NULL OR (last_activity_at, thread_key) < (@beforeAt, @beforeKey))
+         AND (@prefix IS NULL OR substr(thread_key, 1, length(@prefix)) = @prefix)
+         AND (@agent IS NULL OR json_extract(body, '$.agentId') = @agent)
+         AND (@state IS NULL OR (@state = 'active') = (unsettled > 0))
+       ORDER BY last_activity_at DESC, thread_key DESC LIMIT @limit`,
+    ),
   };
 }
 

@@ -1,8 +1,10 @@
-import type { Thread, ThreadRef } from '../../../../core/model.js';
-import type { Threads } from '../../../../core/ports.js';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { threadKey, type Thread, type ThreadRef } from '../../../../core/model.js';
+import type { ThreadListQuery, Threads } from '../../../../core/ports.js';
+import { threadListCursor, threadListPlace } from '../../../thread-list-cursor.js';
 import { RUNS_TABLE } from '../tables.js';
 import { holds, type DynamoHandle } from './handle.js';
-import { domain, idleIndex, threadItemKey } from './keys.js';
+import { ARRIVAL_PARTITIONS, domain, IDLE_PREFIX, idleIndex, threadItemKey, type Item } from './keys.js';
 
 /** Threads: an item each (`thread#<threadKey>`), its places' count beside the set of their holders. */
 export class DynamoThreads implements Threads {
@@ -96,6 +98,52 @@ export class DynamoThreads implements Threads {
       ExpressionAttributeNames: { '#attribute': 'waitingRunId' },
       ExpressionAttributeValues: { ':value': runId },
     });
+  }
+
+  async list(query: ThreadListQuery): Promise<{ threads: Thread[]; cursor?: string }> {
+    const place = query.cursor === undefined ? undefined : threadListPlace(query.cursor);
+    const before = place ? `${place.at}/${place.key}` : '\uffff';
+    // Each shard of the idle listing, latest first, as far as it takes to fill the page; then merged.
+    const shards = await Promise.all(Array.from({ length: ARRIVAL_PARTITIONS }, (_, shard) => this.listShard(shard, before, query)));
+    const { sortKey } = RUNS_TABLE.byKey;
+    const at = (item: Item) => item[sortKey] as string;
+    const merged = shards.flat().sort((a, b) => (at(a) < at(b) ? 1 : at(a) > at(b) ? -1 : 0));
+    const page = merged.slice(0, query.limit).map((item) => domain<Thread>(item));
+    if (merged.length <= query.limit) return { threads: page };
+    const last = page[page.length - 1];
+    return { threads: page, cursor: threadListCursor(last.lastActivityAt ?? last.createdAt, threadKey(last)) };
+  }
+
+  private async listShard(shard: number, before: string, query: ThreadListQuery): Promise<Item[]> {
+    const { indexName, partitionKey, sortKey } = RUNS_TABLE.byKey;
+    const names: Record<string, string> = { '#ix': partitionKey, '#sort': sortKey, '#purging': 'purging' };
+    const values: Record<string, unknown> = { ':ix': `${IDLE_PREFIX}${shard}`, ':before': before };
+    const filters = ['attribute_not_exists(#purging)'];
+    if (query.tenant !== undefined) Object.assign(names, { '#tenant': 'tenant' }), Object.assign(values, { ':tenant': query.tenant }), filters.push('#tenant = :tenant');
+    if (query.agentId !== undefined) Object.assign(names, { '#agent': 'agentId' }), Object.assign(values, { ':agent': query.agentId }), filters.push('#agent = :agent');
+    if (query.state !== undefined) Object.assign(names, { '#unsettled': 'unsettled' }), Object.assign(values, { ':zero': 0 }), filters.push(query.state === 'active' ? '#unsettled > :zero' : '#unsettled = :zero');
+    const items: Item[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      this.handle.sent.readRequests++;
+      const page = await this.handle.doc.send(
+        new QueryCommand({
+          TableName: this.handle.tables.runs,
+          IndexName: indexName,
+          KeyConditionExpression: '#ix = :ix AND #sort < :before',
+          FilterExpression: filters.join(' AND '),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ScanIndexForward: false,
+          ExclusiveStartKey: start,
+          // A filter is judged after the read: a page of more items costs fewer round trips to fill.
+          Limit: filters.length > 1 ? 500 : query.limit + 1,
+        }),
+      );
+      items.push(...((page.Items ?? []) as Item[]));
+      start = page.LastEvaluatedKey;
+    } while (start && items.length <= query.limit);
+    return items.slice(0, query.limit + 1);
   }
 }
 
