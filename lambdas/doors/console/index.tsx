@@ -1,12 +1,12 @@
 /** @jsxRuntime automatic */
 /** @jsxImportSource hono/jsx */
 import type { RunAgentInput } from '@ag-ui/core';
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { AuditAction, AuditActor, AuditEntry } from '../../core/audit/record.js';
 import type { Gateway } from '../../core/gateway.js';
 import type { Budget, Principal, StoredEvent } from '../../core/model.js';
 import { UNSETTLED, type UnsettledStatus } from '../../core/operator.js';
-import { auditRequests, noteAudit, noteCancelled, noteStarted, requestIdOf } from '../audit.js';
+import { auditRequests, noteAudit, noteCancelled, noteStarted, requestIdOf, type AuditNote } from '../audit.js';
 import { lostAudit } from '../audit-routes.js';
 import { errorResponse, type DoorErrorCode } from '../http-errors.js';
 import { describeIssue } from '../input.js';
@@ -92,6 +92,13 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
   };
   door.use('*', auditRequests({ write: gateway.audit.write, actorOf, onLost: options.onAuditLost ?? ((entry, error) => console.error(lostAudit(entry, error).message)) }));
 
+  // An act is noted before its session is checked: one refused (a stale form, another site, a
+  // read-only session) is recorded with the code it was refused with, as the API's acts are.
+  const act = (describe: (c: Context<ConsoleEnv>) => AuditNote): MiddlewareHandler<ConsoleEnv> => async (c, next) => {
+    c.set('note', noteAudit(c, describe(c)));
+    return access.act(c, next);
+  };
+
   door.get('/', async (c) => render(c, <OverviewPage view={view(c)} overview={await gateway.operator.overview()} />));
 
   door.get('/threads', async (c) => {
@@ -157,9 +164,9 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
     );
   });
 
-  door.post('/tenants/:tenant/runs/:runId/cancel', access.act, async (c) => {
+  door.post('/tenants/:tenant/runs/:runId/cancel', act((c) => ({ action: 'run.cancel_requested', target: `run:${c.req.param('runId')}`, tenant: c.req.param('tenant') })), async (c) => {
     const tenant = c.req.param('tenant');
-    const note = noteAudit(c, { action: 'run.cancel_requested', target: `run:${c.req.param('runId')}`, tenant });
+    const note = c.get('note')!;
     const cancelled = await gateway.cancelRun(c.req.param('runId'), operator(c, tenant), undefined, requestIdOf(c));
     if (!cancelled.ok) return notFound(c, cancelled.code, cancelled.message);
     noteCancelled(note, cancelled.value, requestIdOf(c));
@@ -172,7 +179,8 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
     return render(c, <CancelPage view={view(c)} filter={filter.shown} runs={runs} atLeast={atLeast} />);
   });
 
-  door.post('/cancel', access.act, async (c) => {
+  // The filter's act is one record (what it named, how many it cancelled); each cancel it made is the run's own.
+  door.post('/cancel', act(() => ({ action: 'run.cancel_requested', target: 'runs:filter', tenant: null })), async (c) => {
     const filter = runFilterOf((await c.req.parseBody()) as Record<string, string>);
     const { runs } = await gateway.operator.runsMatching(filter.core);
     let done = 0;
@@ -184,14 +192,15 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
         noteCancelled(note, cancelled.value, requestIdOf(c));
       } else note.outcome = cancelled.code;
     }
+    c.get('note')!.detail = { filter: filter.shown, named: runs.length, cancelled: done };
     const left = await gateway.operator.runsMatching(filter.core);
     return render(c, <CancelPage view={view(c)} filter={filter.shown} runs={left.runs} atLeast={left.atLeast} done={done} />);
   });
 
-  door.post('/tenants/:tenant/runs/:runId/answer', access.act, async (c) => {
+  door.post('/tenants/:tenant/runs/:runId/answer', act((c) => ({ action: 'ask.answered', target: `run:${c.req.param('runId')}`, tenant: c.req.param('tenant') })), async (c) => {
     const tenant = c.req.param('tenant');
     const principal = operator(c, tenant);
-    const note = noteAudit(c, { action: 'ask.answered', target: `run:${c.req.param('runId')}`, tenant });
+    const note = c.get('note')!;
     const asking = await gateway.getRun(c.req.param('runId'), principal);
     if (!asking) return notFound(c, 'run_not_found', 'no such run');
     const form = (await c.req.parseBody()) as Record<string, string>;
@@ -227,9 +236,9 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
     return render(c, <UsagePage view={view(c)} tenants={tenants} tenant={tenant} report={report} />);
   });
 
-  door.post('/tenants/:tenant/budget', access.act, async (c) => {
+  door.post('/tenants/:tenant/budget', act((c) => ({ action: 'tenant.budget_changed', target: `tenant:${c.req.param('tenant')}`, tenant: c.req.param('tenant') })), async (c) => {
     const tenant = c.req.param('tenant');
-    const note = noteAudit(c, { action: 'tenant.budget_changed', target: `tenant:${tenant}`, tenant });
+    const note = c.get('note')!;
     const form = (await c.req.parseBody()) as Record<string, string>;
     const budget = form.remove === '1' ? null : budgetOf(form);
     if (budget !== null && 'message' in budget) return errorResponse(c, 'invalid_input', budget.message);
@@ -244,9 +253,9 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
     return render(c, <AgentsPage view={view(c)} agents={await gateway.listAgents()} providers={providers} />);
   });
 
-  door.post('/agents/:agentId/status', access.act, async (c) => {
+  door.post('/agents/:agentId/status', act((c) => ({ action: 'agent.changed', target: `agent:${c.req.param('agentId')}`, tenant: null })), async (c) => {
     const agentId = c.req.param('agentId');
-    const note = noteAudit(c, { action: 'agent.changed', target: `agent:${agentId}`, tenant: null });
+    const note = c.get('note')!;
     const status = (await c.req.parseBody()).status;
     if (status !== 'enabled' && status !== 'disabled') return errorResponse(c, 'invalid_input', 'status: must be "enabled" or "disabled"');
     const agent = await gateway.getAgent(agentId);

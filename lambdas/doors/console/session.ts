@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie';
 import { timingSafeEqual } from 'hono/utils/buffer';
 import { credentialIdOf } from '../api-keys.js';
+import type { AuditNote } from '../audit.js';
 import { errorResponse } from '../http-errors.js';
 
 /**
@@ -45,7 +46,8 @@ export interface Session {
   credentialId?: string;
 }
 
-export type ConsoleEnv = { Variables: { session: Session } };
+/** A request's session, and the act it notes before its session is checked (`index.tsx`). */
+export type ConsoleEnv = { Variables: { session: Session; note?: AuditNote } };
 
 export const COOKIE = 'funduq_console';
 const DEFAULT_SESSION_SECONDS = 8 * 60 * 60;
