@@ -70,10 +70,29 @@ export class AgentRequestHandler implements A2ARequestHandler {
     const sent = await this.send(params);
     if (!params.configuration?.returnImmediately) {
       const waitMs = this.blockingWaitMs;
-      const signal = waitMs === undefined ? this.signal : AbortSignal.any([this.signal, AbortSignal.timeout(waitMs)]);
-      await this.tasks.awaitTask(sent.root, signal);
+      if (waitMs === undefined) await this.tasks.awaitTask(sent.root, this.signal);
+      else await this.awaitAtMost(sent.root, waitMs);
     }
     return orThrow(await this.tasks.getTask(this.caller, sent.root.runId, { historyLength }));
+  }
+
+  /**
+   * Waits for the task to settle, or `waitMs`, or the reader to go. A timer of its own, held until
+   * the wait ends: `AbortSignal.any([…, AbortSignal.timeout(ms)])` holds its timeout signal weakly,
+   * and once collected it never fires (seen under a full suite's GC: a bounded send that never answered).
+   */
+  private async awaitAtMost(root: Parameters<Tasks['awaitTask']>[0], waitMs: number): Promise<void> {
+    const waited = new AbortController();
+    const stop = () => waited.abort();
+    const timer = setTimeout(stop, waitMs);
+    this.signal.addEventListener('abort', stop, { once: true });
+    if (this.signal.aborted) stop();
+    try {
+      await this.tasks.awaitTask(root, waited.signal);
+    } finally {
+      clearTimeout(timer);
+      this.signal.removeEventListener('abort', stop);
+    }
   }
 
   async *sendMessageStream(params: SendMessageRequest): AsyncGenerator<StreamResponse, void, undefined> {
