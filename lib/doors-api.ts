@@ -31,6 +31,8 @@ export interface DoorsApiProps {
   dispatcher: lambda.IFunction;
   askWaiter: AskWaiter;
   adminToken: secretsmanager.ISecret;
+  /** The console's read-only token, when the stack makes one. */
+  consoleReadToken?: secretsmanager.ISecret;
   auth: ApiAuth;
   stageName: string;
   logRetention: logs.RetentionDays;
@@ -72,6 +74,7 @@ export class DoorsApi extends Construct {
       [ENV.apiAuth]: props.auth.mode,
       [ENV.dispatcherFunction]: props.dispatcher.functionName,
       [ENV.adminTokenSecretArn]: props.adminToken.secretArn,
+      ...(props.consoleReadToken ? { [ENV.consoleReadTokenSecretArn]: props.consoleReadToken.secretArn } : {}),
     };
     // The admin token is read through the extension, which caches it, rather than an SDK client per door.
     const paramsAndSecrets = lambda.ParamsAndSecretsLayerVersion.fromVersion(lambda.ParamsAndSecretsVersions.V1_0_103, {
@@ -103,7 +106,7 @@ export class DoorsApi extends Construct {
       door.addToRolePolicy(
         new iam.PolicyStatement({
           actions: ['secretsmanager:GetSecretValue'],
-          resources: [props.adminToken.secretFullArn ?? `${props.adminToken.secretArn}-??????`],
+          resources: [props.adminToken, ...(props.consoleReadToken ? [props.consoleReadToken] : [])].map((secret) => secret.secretFullArn ?? `${secret.secretArn}-??????`),
         }),
       );
     }

@@ -85,6 +85,13 @@ export class FunduqStack extends Stack {
           generateSecretString: { passwordLength: 48, excludePunctuation: true },
         });
 
+    const consoleReadToken = settings.consoleReadToken
+      ? new secretsmanager.Secret(this, 'ConsoleReadToken', {
+          description: "funduq console read-only token (signs in to /console's pages, never its acts)",
+          generateSecretString: { passwordLength: 48, excludePunctuation: true },
+        })
+      : undefined;
+
     this.store = new Store(this, 'Store', { retainOnDelete: settings.retainData });
     const recordEnvironment = {
       [ENV.runsTable]: this.store.runs.tableName,
@@ -151,6 +158,7 @@ export class FunduqStack extends Stack {
       dispatcher: this.dispatcher.function.function,
       askWaiter: this.askWaiter,
       adminToken,
+      ...(consoleReadToken ? { consoleReadToken } : {}),
       auth: this.apiAuth(settings),
       stageName: settings.stageName,
       logRetention,
@@ -186,6 +194,9 @@ export class FunduqStack extends Stack {
     if (settings.otlpCloudWatch) this.grantCloudWatchTraces(settings);
     if (settings.alarmEmail) this.sendAlarmsTo(settings.alarmEmail);
     this.outputs(settings, adminToken);
+    if (consoleReadToken) {
+      new CfnOutput(this, 'ConsoleReadTokenSecret', { description: "The console's read-only token: aws secretsmanager get-secret-value --secret-id <this>", value: consoleReadToken.secretName });
+    }
   }
 
   /** Every function that traces reads the secret its OTLP headers are kept in (the value only; by name, so any of the six characters Secrets Manager appends). */
@@ -233,6 +244,7 @@ export class FunduqStack extends Stack {
       value: `${base}a2a/`,
     });
     new CfnOutput(this, 'AdminUrl', { description: 'Admin routes (bearer: the admin token secret)', value: `${base}admin/` });
+    new CfnOutput(this, 'ConsoleUrl', { description: "The operator's console in a browser (sign in with the admin token)", value: `${base}console` });
     new CfnOutput(this, 'AdminTokenSecret', {
       description: 'The admin token: aws secretsmanager get-secret-value --secret-id <this>',
       value: adminToken.secretName,

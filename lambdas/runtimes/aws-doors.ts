@@ -74,6 +74,8 @@ export function doorsApp(options: DoorsOptions) {
     const linked = await link?.();
     const { gateway, pushKeys } = createWiring({ ...options, ...(linked ? { link: linked.deps, proofs: linked.proofs, auditSeal: linked.seal } : {}) }, { queue: interjectingQueue, timer: stepFunctionsAskTimer });
     const token = secretArn ? await readSecret(secretArn) : undefined;
+    const readTokenArn = options.env[ENV.consoleReadTokenSecretArn];
+    const readToken = token !== undefined && readTokenArn ? await readSecret(readTokenArn) : undefined;
     const { consoleHideContent } = readSettings({ consoleHideContent: GATEWAY_SETTINGS.consoleHideContent }, 'env', (name) => options.env[name]);
     return createApp({
       gateway,
@@ -83,7 +85,7 @@ export function doorsApp(options: DoorsOptions) {
           ? { token, agents: agentCatalog(PROVIDER_KINDS), onAuditLost: (entry, error) => logger.error('audit_write_failed: an audit record was not written; keep it from this line', { error: error as Error, record: entry }) }
           : undefined,
       // The console is an admin surface: without the admin token there is none (never an open one on AWS).
-      ...(token !== undefined ? { console: { adminToken: token, hideContent: consoleHideContent ?? false, ...segmentCheck(gateway.audit.publicKey) } } : {}),
+      ...(token !== undefined ? { console: { adminToken: token, ...(readToken !== undefined ? { readToken } : {}), hideContent: consoleHideContent ?? false, ...segmentCheck(gateway.audit.publicKey) } } : {}),
       a2a: { publicUrl: options.env[ENV.publicUrl] },
       ...(pushKeys ? { pushKeys: async () => (await pushKeys()).published() } : {}),
       sse: { heartbeatMs: SSE_HEARTBEAT_MS, maxDurationMs: SSE_MAX_DURATION_MS },

@@ -12,6 +12,8 @@ export const ENV = {
   askWaiterArn: 'FUNDUQ_ASK_WAITER_ARN',
   threadQueueLimit: GATEWAY_SETTINGS.threadQueueLimit.env!,
   adminTokenSecretArn: 'FUNDUQ_ADMIN_TOKEN_SECRET_ARN',
+  /** The secret of the console's read-only token, when the stack has one (`consoleReadToken`). */
+  consoleReadTokenSecretArn: 'FUNDUQ_CONSOLE_READ_TOKEN_SECRET_ARN',
   /** How API Gateway authenticates callers (`none` | `apiKey` | `jwt`): the doors take the principal from it. */
   apiAuth: DEPLOY_SETTINGS.apiAuth.env!,
   /**

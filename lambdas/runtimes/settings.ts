@@ -192,6 +192,8 @@ export const DEPLOY_SETTINGS = {
   jwtTenantClaim: setting({ env: 'FUNDUQ_JWT_TENANT_CLAIM', context: 'jwtTenantClaim', read: text }),
   /** An existing Secrets Manager secret holding the admin token; unset, the stack generates one. */
   adminTokenSecretName: setting({ context: 'adminTokenSecretName', read: text }),
+  /** `true`: the stack generates a second token, in a secret of its own, that signs in to the console read-only. */
+  consoleReadToken: setting({ context: 'consoleReadToken', read: flag }),
   stageName: setting({ context: 'stageName', read: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'may hold letters, digits, - and _ only'), default: 'v1' }),
   /** Retention of every function's and the state machine's logs, in days (one CloudWatch Logs offers). */
   logRetentionDays: setting({ context: 'logRetentionDays', read: whole(1), default: 30 }),

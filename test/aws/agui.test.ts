@@ -376,7 +376,7 @@ describe('the audit log on AWS', { timeout: 90_000 }, () => {
 });
 
 describe('the console on AWS', { timeout: 90_000 }, () => {
-  it('is served by the bundled doors under the stage, signs in with the admin token, and shows a run made through API Gateway', async () => {
+  it('is served by the bundled doors under the stage, signs in with the admin token (and read-only with the stack’s second token), and shows a run made through API Gateway', async () => {
     const { box } = aws;
     const agent = box.agui(`t-${randomUUID()}`);
     agent.messages = [{ id: randomUUID(), role: 'user', content: 'seen from the console' }];
@@ -413,5 +413,24 @@ describe('the console on AWS', { timeout: 90_000 }, () => {
     const log = (await (await fetch(`${box.url}/console/tenants/${tenant}/runs/${runId}/events.json`, { headers: { cookie } })).json()) as { events: { type: string; text: string }[] };
     expect(log.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
     expect(log.events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').map((event) => event.text).join('')).toBe('echo: seen from the console');
+
+    // The stack's read-only token (consoleReadToken) signs in to the same page, and acts on nothing.
+    const reader = await fetch(`${box.url}/console/sign-in`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { origin, 'x-forwarded-proto': 'https', 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: box.secret('ConsoleReadToken'), next: '' }),
+    });
+    expect(reader.status).toBe(303);
+    const readCookie = (reader.headers.get('set-cookie') ?? '').split(';')[0];
+    const readPage = await (await fetch(`${box.url}/console`, { headers: { cookie: readCookie } })).text();
+    expect(readPage).toContain('Signed in read-only');
+    const csrf = /name="csrf" value="([^"]+)"/.exec(readPage)![1];
+    const refused = await fetch(`${box.url}/console/tenants/${tenant}/runs/${runId}/cancel`, {
+      method: 'POST',
+      headers: { cookie: readCookie, origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ csrf }),
+    });
+    expect({ status: refused.status, body: await refused.json() }).toMatchObject({ status: 403, body: { error: { code: 'console_read_only' } } });
   });
 });

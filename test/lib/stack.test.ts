@@ -859,6 +859,8 @@ describe('the admin token', () => {
     expect(secret.Properties.GenerateSecretString).toBeDefined();
     expect(secret.Properties.SecretString).toBeUndefined();
     template.hasOutput('AdminTokenSecret', Match.anyValue());
+    // Where the console is: the doors' stage, /console.
+    expect(JSON.stringify(template.findOutputs('ConsoleUrl').ConsoleUrl.Value)).toMatch(/console"\]\]\}$/);
   });
 
   it('is referenced by name when one is given, and reaches the doors as an ARN, never as a value', () => {
@@ -867,6 +869,25 @@ describe('the admin token', () => {
     const doors = resources(template, 'AWS::Lambda::Function')[functionId(template, 'doors')];
     expect(JSON.stringify(doors.Properties.Environment.Variables[ENV.adminTokenSecretArn])).toContain('secret:team/funduq-admin');
     expect(JSON.stringify(template.toJSON())).not.toMatch(/resolve:secretsmanager/);
+  });
+});
+
+describe("the console's read-only token", () => {
+  it('is none by default; with consoleReadToken=true a generated secret of its own, reaching the doors (and only them) as an ARN they may read', () => {
+    expect(Object.keys(defaults.template.findResources('AWS::SecretsManager::Secret', { Properties: { Description: Match.stringLikeRegexp('read-only') } }))).toEqual([]);
+    const { template } = synth({ consoleReadToken: true });
+    const [id, secret] = only(template, 'AWS::SecretsManager::Secret', { Description: Match.stringLikeRegexp('read-only') });
+    expect(secret.Properties.GenerateSecretString).toBeDefined();
+    template.hasOutput('ConsoleReadTokenSecret', Match.anyValue());
+    const all = resources(template, 'AWS::Lambda::Function');
+    for (const name of ['doors', 'doors-stream', 'dispatcher', 'sweep']) {
+      const variables = all[functionId(template, name)].Properties.Environment.Variables;
+      expect([name, JSON.stringify(variables[ENV.consoleReadTokenSecretArn] ?? null).includes(id)]).toEqual([name, name.startsWith('doors')]);
+    }
+    for (const name of ['doors', 'doors-stream']) {
+      const reads = statementsOf(template, name).filter((statement) => JSON.stringify(statement.Action).includes('secretsmanager:'));
+      expect(JSON.stringify(reads[0].Resource)).toContain(id);
+    }
   });
 });
 

@@ -30,7 +30,7 @@ const UNRESERVED_MINIMUM = 100;
  * The context every box is synthesized with: the stack's defaults, and push targets allowed on
  * loopback (the tests' receivers listen there).
  */
-export const BOX_CONTEXT = { pushToLoopbackForTests: 'true' };
+export const BOX_CONTEXT = { pushToLoopbackForTests: 'true', consoleReadToken: 'true' };
 
 export interface BoxOptions {
   /** CDK context for the synthesis (`cdk synth -c key=value`); `BOX_CONTEXT` by default. */
@@ -118,10 +118,10 @@ export class AwsBox {
     return key;
   }
 
-  /** A secret's value, by its name or ARN; the admin token's when none is given. */
+  /** A secret's value, by its name, its ARN or its construct's id (`ConsoleReadToken`); the admin token's when none is given. */
   secret(nameOrArn?: string): string {
     const secrets = [...this.endpoint.secrets.values()];
-    const found = secrets.find((s) => (nameOrArn === undefined ? s.id.startsWith('AdminToken') : s.arn === nameOrArn || s.name === nameOrArn));
+    const found = secrets.find((s) => (nameOrArn === undefined ? s.id.startsWith('AdminToken') : s.arn === nameOrArn || s.name === nameOrArn || s.id.startsWith(nameOrArn)));
     if (!found) throw new Error(`no secret ${nameOrArn}`);
     return found.value;
   }
