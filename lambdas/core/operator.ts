@@ -2,7 +2,7 @@ import type { Task } from '@a2a-js/sdk';
 import { readTask } from './a2a/lineage.js';
 import type { Core } from './deps.js';
 import { listProviders } from './link/registry.js';
-import { tenantView, usageRecords, type BudgetView } from './metering.js';
+import { tenantView, type BudgetView } from './metering.js';
 import { isTerminal, type Ask, type Run, type RunStatus, type StoredEvent, type Thread } from './model.js';
 import { openAsks } from './outcome.js';
 import type { SealedSegment, ThreadListQuery } from './ports.js';
@@ -40,7 +40,7 @@ export interface Overview {
   /** The latest threads, each with its latest run. */
   recent: { thread: Thread; latest?: RunSummary }[];
   providers: Awaited<ReturnType<typeof listProviders>>;
-  /** Tenants that spent this month, nearest their budget first (those without one last). */
+  /** The latest threads' tenants, nearest their budget first (those without one last). */
   tenants: TenantSpend[];
 }
 
@@ -69,12 +69,8 @@ export async function overview(core: Core): Promise<Overview> {
     .filter((thread) => thread.unsettled > 1)
     .map((thread) => ({ thread, waiting: thread.unsettled - 1 }))
     .sort((a, b) => b.waiting - a.waiting);
-  const asks: OpenAsk[] = [];
-  for (const thread of threads) {
-    if (thread.waitingRunId === undefined) continue;
-    const run = await core.store.runs.get(thread.waitingRunId);
-    for (const ask of openAsks(run)) asks.push(openAskOf(run!, ask));
-  }
+  const waiting = await Promise.all(threads.flatMap((thread) => (thread.waitingRunId === undefined ? [] : [core.store.runs.get(thread.waitingRunId)])));
+  const asks = waiting.flatMap((run) => openAsks(run).map((ask) => openAskOf(run!, ask)));
   asks.sort((a, b) => (a.expiresAt ?? '\uffff').localeCompare(b.expiresAt ?? '\uffff'));
   const recent = await Promise.all(
     threads.slice(0, 10).map(async (thread) => {
@@ -82,10 +78,10 @@ export async function overview(core: Core): Promise<Overview> {
       return latest ? { thread, latest: summary(latest) } : { thread };
     }),
   );
-  return { runs, queues, asks, recent, providers: await listProviders(core), tenants: await tenantsSpending(core) };
+  return { runs, queues, asks, recent, providers: await listProviders(core), tenants: await spending(core, new Set(threads.map((thread) => thread.tenant))) };
 }
 
-export function openAskOf(run: Run, ask: Ask): OpenAsk {
+function openAskOf(run: Run, ask: Ask): OpenAsk {
   return {
     tenant: run.tenant,
     threadId: run.threadId,
@@ -98,14 +94,19 @@ export function openAskOf(run: Run, ask: Ask): OpenAsk {
   };
 }
 
-/** The tenants with usage this month (and `also`), each with its budget and how much of it is spent. */
+/**
+ * The tenants of the latest threads (and `also`), each with its budget and how much of it is spent,
+ * nearest its budget first: the record lists no tenants, and a month of usage records is too many
+ * to read for their names on every page.
+ */
 export async function tenantsSpending(core: Core, also: readonly string[] = []): Promise<TenantSpend[]> {
-  const now = new Date(core.clock.now());
-  const from = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
-  const names = new Set(also);
-  for await (const record of usageRecords(core, { from, to: new Date(core.clock.now() + 1).toISOString() })) names.add(record.tenant);
+  const { threads } = await listThreads(core, { limit: OVERVIEW_THREADS });
+  return spending(core, new Set([...also, ...threads.map((thread) => thread.tenant)]));
+}
+
+async function spending(core: Core, tenants: ReadonlySet<string>): Promise<TenantSpend[]> {
   const spends = await Promise.all(
-    [...names].map(async (tenant): Promise<TenantSpend> => {
+    [...tenants].map(async (tenant): Promise<TenantSpend> => {
       const { budget } = await tenantView(core, tenant);
       return budget ? { tenant, budget, share: shareOf(budget) } : { tenant };
     }),
@@ -163,31 +164,16 @@ export async function taskOfRun(core: Core, run: Run): Promise<Task> {
   return readTask(core.store, root ?? run);
 }
 
-/** The latest segments of the audit log, latest first, each with whether it names the one before it. */
-export async function auditSegments(core: Core, limit: number): Promise<{ segment: SealedSegment; chained: boolean | undefined }[]> {
+/**
+ * The latest segments of the audit log, latest first, each with the hash of the segment before it
+ * (null for the first; undefined when that one is gone): what its signed payload must name.
+ */
+export async function auditSegments(core: Core, limit: number): Promise<{ segment: SealedSegment; prevHash: string | null | undefined }[]> {
   const head = await core.store.audit.lastSegment();
   if (!head) return [];
-  const from = Math.max(1, head.seq - limit);
-  const segments = await core.store.audit.segments(from, limit + 1);
-  const prevOf = (segment: SealedSegment) => (JSON.parse(base64urlText(segment.jws.split('.')[1] ?? '')) as { prev: string | null }).prev;
-  const shown = segments.slice(-limit).reverse();
-  return shown.map((segment) => {
-    const before = segments.find((other) => other.seq === segment.seq - 1);
-    const prev = safely(() => prevOf(segment));
-    return { segment, chained: segment.seq === 1 ? prev === null : before ? prev === before.hash : undefined };
-  });
-}
-
-function safely<T>(read: () => T): T | undefined {
-  try {
-    return read();
-  } catch {
-    return undefined;
-  }
-}
-
-/** Web-standard globals only (the core has no Buffer). */
-function base64urlText(encoded: string): string {
-  const binary = atob(encoded.replaceAll('-', '+').replaceAll('_', '/'));
-  return new TextDecoder().decode(Uint8Array.from(binary, (char) => char.charCodeAt(0)));
+  const segments = await core.store.audit.segments(Math.max(1, head.seq - limit), limit + 1);
+  return segments
+    .slice(-limit)
+    .reverse()
+    .map((segment) => ({ segment, prevHash: segment.seq === 1 ? null : segments.find((other) => other.seq === segment.seq - 1)?.hash }));
 }

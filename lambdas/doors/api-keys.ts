@@ -76,7 +76,8 @@ function credentialIdOfDigest(hash: string): string {
   return hash.slice(0, 16);
 }
 
-async function digest(key: string): Promise<string> {
+/** SHA-256 of a text, as hex (WebCrypto: the doors run on web-standard globals). */
+export async function digest(key: string): Promise<string> {
   const bytes = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(key)));
   return Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
 }

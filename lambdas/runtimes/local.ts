@@ -391,4 +391,3 @@ async function openDynalite(dir: string | undefined, settings: LocalSettings, lo
     },
   };
 }
-

@@ -54,6 +54,13 @@ describe('what an operator reads across tenants', () => {
     const overview = await h.gateway.operator.overview();
     expect(overview.runs.running.count + overview.runs.queued.count).toBe(1);
     expect(overview.recent[0]).toMatchObject({ thread: { threadId: 'held' }, latest: { runId: held.runId } });
+    // Tenants come from the latest threads: a budget puts its tenant first, by the share spent.
+    await h.gateway.usage.setBudget('bob', { period: 'month', tokens: 1000 });
+    expect((await h.gateway.operator.tenants(['carol'])).map((spend) => [spend.tenant, spend.share])).toEqual([
+      ['bob', 0],
+      ['alice', undefined],
+      ['carol', undefined],
+    ]);
 
     // A cancel by filter names nothing without a filter, and only what the filter says with one.
     expect((await h.gateway.operator.runsMatching({})).runs).toEqual([]);

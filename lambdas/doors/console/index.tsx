@@ -1,20 +1,23 @@
 /** @jsxRuntime automatic */
 /** @jsxImportSource hono/jsx */
 import type { RunAgentInput } from '@ag-ui/core';
+import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { AuditAction, AuditActor, AuditEntry } from '../../core/audit/record.js';
+import type { AuditSegment } from '../../core/audit/seal.js';
+import type { SealedSegment } from '../../core/ports.js';
 import type { Gateway } from '../../core/gateway.js';
 import type { Budget, Principal, StoredEvent } from '../../core/model.js';
 import { UNSETTLED, type UnsettledStatus } from '../../core/operator.js';
 import { auditRequests, noteAudit, noteCancelled, noteStarted, requestIdOf, type AuditNote } from '../audit.js';
 import { lostAudit } from '../audit-routes.js';
-import { errorResponse, type DoorErrorCode } from '../http-errors.js';
+import { errorResponse } from '../http-errors.js';
 import { describeIssue } from '../input.js';
 import { BudgetSchema } from '../usage.js';
 import { eventStream, framedByTurn, SSE_HEADERS, type SseOptions } from '../sse.js';
 import { ASSETS } from './assets.js';
 import { documentOf, path, type View } from './layout.js';
-import { AgentsPage, AuditPage, CancelPage, RefusalPage, SignInPage, UsagePage } from './pages/admin.js';
+import { AgentsPage, AuditPage, CancelPage, RefusalPage, SignInPage, UsagePage, type SegmentView } from './pages/admin.js';
 import { OverviewPage } from './pages/overview.js';
 import { RunPage } from './pages/run.js';
 import { ThreadPage, ThreadsPage, type ThreadFilter } from './pages/threads.js';
@@ -123,7 +126,7 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
   door.get('/tenants/:tenant/threads/:threadId', async (c) => {
     const tenant = c.req.param('tenant');
     const thread = await gateway.threadView(c.req.param('threadId'), operator(c, tenant));
-    if (!thread.ok) return notFound(c, thread.code, thread.message);
+    if (!thread.ok) return errorResponse(c, thread.code, thread.message);
     const waiting = thread.value.openAsks[0] ? await gateway.getRun(thread.value.openAsks[0].runId, operator(c, tenant)) : undefined;
     const schemas = Object.fromEntries(Object.values(waiting?.asks ?? {}).map((ask) => [ask.id, ask.interrupt?.responseSchema]));
     return render(c, <ThreadPage view={view(c)} tenant={tenant} thread={thread.value} schemas={schemas} />);
@@ -131,7 +134,7 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
 
   door.get('/tenants/:tenant/runs/:runId', async (c) => {
     const run = await gateway.getRun(c.req.param('runId'), operator(c, c.req.param('tenant')));
-    if (!run) return notFound(c, 'run_not_found', `no run "${c.req.param('runId')}" of the tenant "${c.req.param('tenant')}"`);
+    if (!run) return errorResponse(c, 'run_not_found', `no run "${c.req.param('runId')}" of the tenant "${c.req.param('tenant')}"`);
     return render(c, <RunPage view={view(c)} run={run} task={await gateway.operator.task(run)} />);
   });
 
@@ -168,7 +171,7 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
     const tenant = c.req.param('tenant');
     const note = c.get('note')!;
     const cancelled = await gateway.cancelRun(c.req.param('runId'), operator(c, tenant), undefined, requestIdOf(c));
-    if (!cancelled.ok) return notFound(c, cancelled.code, cancelled.message);
+    if (!cancelled.ok) return errorResponse(c, cancelled.code, cancelled.message);
     noteCancelled(note, cancelled.value, requestIdOf(c));
     return c.redirect(to(path.run(tenant, cancelled.value.runId)), 303);
   });
@@ -202,14 +205,15 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
     const principal = operator(c, tenant);
     const note = c.get('note')!;
     const asking = await gateway.getRun(c.req.param('runId'), principal);
-    if (!asking) return notFound(c, 'run_not_found', 'no such run');
+    if (!asking) return errorResponse(c, 'run_not_found', 'no such run');
     const form = (await c.req.parseBody()) as Record<string, string>;
     const answer = answerOf(form);
     if (!answer.ok) return errorResponse(c, 'invalid_input', answer.message);
     const thread = await gateway.threadView(asking.threadId, principal);
-    if (!thread.ok) return notFound(c, thread.code, thread.message);
+    if (!thread.ok) return errorResponse(c, thread.code, thread.message);
     const runId = crypto.randomUUID();
-    const input: RunAgentInput = {
+    // Judged as the AG-UI door judges what a caller posts: the answer's payloads are the operator's.
+    const parsed = RunAgentInputSchema.safeParse({
       threadId: asking.threadId,
       runId,
       parentRunId: asking.runId,
@@ -220,7 +224,9 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
       state: {},
       forwardedProps: {},
       ...(answer.resume.length > 0 ? { resume: answer.resume } : {}),
-    } as RunAgentInput;
+    });
+    if (!parsed.success) return errorResponse(c, 'invalid_input', describeIssue('RunAgentInput', parsed.error));
+    const input = parsed.data;
     note.target = `run:${runId}`;
     const started = await gateway.startRun({ agentId: asking.agentId, input, door: 'agui', principal, requestId: requestIdOf(c) });
     if (!started.ok) return errorResponse(c, started.code, started.message, started.retryAfterSeconds);
@@ -259,7 +265,7 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
     const status = (await c.req.parseBody()).status;
     if (status !== 'enabled' && status !== 'disabled') return errorResponse(c, 'invalid_input', 'status: must be "enabled" or "disabled"');
     const agent = await gateway.getAgent(agentId);
-    if (!agent) return notFound(c, 'agent_not_found', `no agent named "${agentId}"`);
+    if (!agent) return errorResponse(c, 'agent_not_found', `no agent named "${agentId}"`);
     await gateway.putAgent({ ...agent, status });
     Object.assign(note, { before: { status: agent.status ?? 'enabled' }, after: { status } });
     return c.redirect(to('agents'), 303);
@@ -279,19 +285,23 @@ export function consoleDoor(gateway: Gateway, options: ConsoleOptions) {
       if (error instanceof RangeError) return errorResponse(c, 'invalid_input', 'cursor: not a cursor this listing gave; start from the first page');
       throw error;
     }
-    const verify = options.verifySegment;
-    const segments = await Promise.all(
-      (await gateway.operator.segments(10)).map(async (shown) => ({ ...shown, signed: verify ? (await verify(shown.segment.jws).catch(() => undefined)) !== undefined : undefined })),
-    );
+    const segments = await Promise.all((await gateway.operator.segments(10)).map((shown) => judged(shown, options.verifySegment)));
     return render(c, <AuditPage view={view(c)} filter={filter} records={page.records} next={page.cursor} segments={segments} sealed={gateway.audit.publicKey !== undefined} />);
   });
 
   return door;
 }
 
-/** An unknown id answers a page that says so, with the status of its code. */
-function notFound(c: Context, code: DoorErrorCode, message: string) {
-  return errorResponse(c, code, message);
+/**
+ * A segment as the audit page shows it: signed by funduq's key or not, and chained when its signed
+ * payload names the hash of the segment before it (neither is known without the key).
+ */
+async function judged(shown: { segment: SealedSegment; prevHash: string | null | undefined }, verify: ConsoleOptions['verifySegment']): Promise<SegmentView> {
+  if (!verify) return { segment: shown.segment };
+  const payload = await verify(shown.segment.jws).catch(() => undefined);
+  if (payload === undefined) return { segment: shown.segment, signed: false };
+  const { prev } = JSON.parse(payload) as Pick<AuditSegment, 'prev'>;
+  return { segment: shown.segment, signed: true, ...(shown.prevHash !== undefined ? { chained: prev === shown.prevHash } : {}) };
 }
 
 /** Only a path within the console (relative, no scheme, no host): a sign-in link cannot send anyone elsewhere. */

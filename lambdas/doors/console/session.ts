@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie';
 import { timingSafeEqual } from 'hono/utils/buffer';
-import { credentialIdOf } from '../api-keys.js';
+import { credentialIdOf, digest } from '../api-keys.js';
 import type { AuditNote } from '../audit.js';
 import { errorResponse } from '../http-errors.js';
 
@@ -15,8 +15,6 @@ export interface ConsoleAccess {
   adminToken?: string;
   /** A second token that signs in read-only: pages, never acts. */
   readToken?: string;
-  /** How long a session lasts (default 8 hours). */
-  sessionSeconds?: number;
   /** Where the console is reached (the gateway's public URL): its origin is the acts' one, beside each request's own. */
   publicUrl?: string;
 }
@@ -50,7 +48,8 @@ export interface Session {
 export type ConsoleEnv = { Variables: { session: Session; note?: AuditNote } };
 
 export const COOKIE = 'funduq_console';
-const DEFAULT_SESSION_SECONDS = 8 * 60 * 60;
+/** How long a session lasts: a working day. */
+const SESSION_SECONDS = 8 * 60 * 60;
 
 export interface Sessions {
   /** Reads the request's session, or, in open mode, makes one. */
@@ -69,10 +68,9 @@ export interface Sessions {
 
 export function sessions(access: ConsoleAccess): Sessions {
   const open = access.adminToken === undefined;
-  const seconds = access.sessionSeconds ?? DEFAULT_SESSION_SECONDS;
   // Signed with a key made from the tokens: a rotated token ends every session it began. Open, a key
   // of this process's own (sessions of one machine's gateway end when it restarts).
-  const secret = open ? crypto.randomUUID() + crypto.randomUUID() : sha256Hex(`funduq-console\u0000${access.adminToken}\u0000${access.readToken ?? ''}`);
+  const secret = open ? crypto.randomUUID() + crypto.randomUUID() : digest(`funduq-console\u0000${access.adminToken}\u0000${access.readToken ?? ''}`);
   const ids = {
     admin: access.adminToken === undefined ? undefined : credentialIdOf(access.adminToken),
     read: access.readToken === undefined ? undefined : credentialIdOf(access.readToken),
@@ -99,13 +97,13 @@ export function sessions(access: ConsoleAccess): Sessions {
 
   const begin = async (c: Context, role: Role) => {
     const nonce = crypto.randomUUID();
-    const expires = Date.now() + seconds * 1000;
+    const expires = Date.now() + SESSION_SECONDS * 1000;
     await setSignedCookie(c, COOKIE, `${role}.${expires}.${nonce}`, await secret, {
       path: cookiePath,
       httpOnly: true,
       secure: isHttps(c),
       sameSite: 'Strict',
-      maxAge: seconds,
+      maxAge: SESSION_SECONDS,
       expires: new Date(expires),
     });
     return { role, open, csrf: await csrfOf(await secret, nonce) };
@@ -167,11 +165,6 @@ function safeOrigin(url: string): string | undefined {
   }
 }
 
-async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
-}
-
 async function csrfOf(secret: string, nonce: string): Promise<string> {
-  return sha256Hex(`csrf\u0000${secret}\u0000${nonce}`);
+  return digest(`csrf\u0000${secret}\u0000${nonce}`);
 }

@@ -3,10 +3,15 @@
 import type { AuditRecord } from '../../../core/audit/record.js';
 import type { UsageReport } from '../../../core/metering.js';
 import type { Agent, Run } from '../../../core/model.js';
-import type { auditSegments, TenantSpend } from '../../../core/operator.js';
+import type { TenantSpend } from '../../../core/operator.js';
+import type { SealedSegment } from '../../../core/ports.js';
 
-/** A segment as the page shows it: whether it names the one before it, and whether funduq's key signed it (undefined: not checked). */
-type SealedSegmentView = Awaited<ReturnType<typeof auditSegments>>[number] & { signed?: boolean };
+/** A segment as the page shows it: whether funduq's key signed it and whether it names the one before it (undefined: not checked). */
+export interface SegmentView {
+  segment: SealedSegment;
+  signed?: boolean;
+  chained?: boolean;
+}
 import type { Child } from 'hono/jsx';
 import { Act, Csrf, Filters, Head, Page, path, search, Status, Table, Time, type View } from '../layout.js';
 import { budgetText } from './overview.js';
@@ -17,14 +22,14 @@ export function UsagePage(props: { view: View; tenants: TenantSpend[]; tenant?: 
   return (
     <Page view={view} title="Usage and budgets" current="usage">
       <Table
-        caption="Tenants this month, nearest their budget first"
+        caption="Tenants of the latest threads, nearest their budget first"
         head={['Tenant', 'Spent', 'Budget']}
         rows={props.tenants.map((entry) => [
           <a href={`usage${search({ tenant: entry.tenant })}`}>{entry.tenant}</a>,
           entry.share === undefined ? '—' : `${Math.round(entry.share * 100)}%`,
           entry.budget ? budgetText(entry.budget) : 'none',
         ])}
-        empty="No tenant has spent anything this month."
+        empty="No thread yet."
       />
       <Filters action="usage" label="Choose a tenant" submit="Show usage" texts={[['tenant', 'Tenant', tenant]]} />
       {tenant !== undefined && report ? (
@@ -119,7 +124,7 @@ export interface AuditFilter {
   to: string;
 }
 
-export function AuditPage(props: { view: View; filter: AuditFilter; records: AuditRecord[]; next?: string; segments: SealedSegmentView[]; sealed: boolean }) {
+export function AuditPage(props: { view: View; filter: AuditFilter; records: AuditRecord[]; next?: string; segments: SegmentView[]; sealed: boolean }) {
   const { filter } = props;
   return (
     <Page view={props.view} title="Audit log" current="audit">

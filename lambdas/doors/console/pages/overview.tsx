@@ -81,7 +81,7 @@ export function OverviewPage(props: { view: View; overview: Overview }) {
               tenant.share === undefined ? '—' : `${Math.round(tenant.share * 100)}%`,
               tenant.budget ? budgetText(tenant.budget) : 'none',
             ])}
-            empty="No tenant has spent anything this month."
+            empty="No thread yet."
           />
         </section>
       </div>
