@@ -1,3 +1,5 @@
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { RunAgentInput } from '@ag-ui/core';
 import { z } from 'zod';
 import { RunFailure } from '../core/errors.js';
@@ -6,21 +8,16 @@ import type { Provider, ProviderContext } from '../core/ports.js';
 import { MASK, providerKind } from './definition.js';
 import { sseEvents } from './sse-events.js';
 
-export interface AgUiHttpProviderOptions {
-  /** Defaults to the global fetch. */
-  fetch?: typeof fetch;
-}
-
 /** A header field name is an RFC 9110 token (§5.1, §5.6.2). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /**
- * A field value is visible characters, spaces and tabs (RFC 9110 §5.5), as bytes: fetch refuses a
- * character past U+00FF (such as "…"), and CR, LF or NUL would break the message.
+ * A field value is visible characters, spaces and tabs (RFC 9110 §5.5), as bytes: HTTP clients
+ * refuse a character past U+00FF (such as "…"), and CR, LF or NUL would break the message.
  */
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 /**
- * Headers of the connection and of the message's framing, which HTTP client sets itself (fetch
- * refuses a request that carries them: undici's UND_ERR_INVALID_ARG): an agent's definition
+ * Headers of the connection and of the message's framing, which the HTTP client sets itself (a
+ * request that carries its own would break the connection's framing): an agent's definition
  * cannot name them.
  */
 const CONNECTION_HEADERS = new Set(['connection', 'keep-alive', 'upgrade', 'transfer-encoding', 'expect', 'content-length', 'te', 'trailer', 'proxy-connection']);
@@ -48,11 +45,19 @@ export const aguiHttpKind = providerKind({
       ...(headers ? { headers: Object.fromEntries(Object.keys(headers).map((name) => [name, MASK])) } : {}),
     };
   },
-  create: () => new AgUiHttpProvider({}),
+  create: () => new AgUiHttpProvider(),
 });
 
 /** How much of an error response's body a failure message quotes. */
 const BODY_EXCERPT_BYTES = 1024;
+
+/**
+ * Connections kept open between runs, one pool per scheme: a run's request to its agent costs no
+ * handshake. Node's own client rather than fetch: a relayed event is a chunk of an agent's
+ * response, and reading it from the socket's stream costs a third of what fetch's web streams
+ * cost per chunk and per request (docs/benchmarks.md, the relay's profile).
+ */
+const POOLS = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) };
 
 /**
  * A stock AG-UI agent over HTTP: POSTs the `RunAgentInput` and relays the SSE stream's events
@@ -60,12 +65,6 @@ const BODY_EXCERPT_BYTES = 1024;
  * secrets, so no failure message quotes them, nor the URL's credentials or query.
  */
 export class AgUiHttpProvider implements Provider {
-  private readonly fetch: typeof fetch;
-
-  constructor(options: AgUiHttpProviderOptions = {}) {
-    this.fetch = options.fetch ?? globalThis.fetch;
-  }
-
   async *run(input: RunAgentInput, { agent, signal, heartbeat, headers }: ProviderContext): AsyncIterable<unknown> {
     const endpoint = readEndpoint(agent);
     if (signal.aborted) return;
@@ -73,34 +72,22 @@ export class AgUiHttpProvider implements Provider {
     const where = `${endpoint.origin}${endpoint.pathname}`;
     const watch = new RequestWatch(signal);
     try {
-      const response = await watch.waitFor(
-        this.fetch(endpoint, {
-          method: 'POST',
-          headers: requestHeaders(agent, headers),
-          body: JSON.stringify(input),
-          signal: watch.signal,
-        }),
-        (error) => new RunFailure('provider_unreachable', `could not reach ${where}: ${describeCause(error)}`),
+      const response = await watch.waitFor(post(endpoint, requestHeaders(agent, headers), JSON.stringify(input), watch.signal), (error) =>
+        new RunFailure('provider_unreachable', `could not reach ${where}: ${describeCause(error)}`),
       );
-
-      if (!response.ok) {
-        const excerpt = await readExcerpt(response, watch);
-        throw new RunFailure(
-          `provider_http_${response.status}`,
-          `${where} answered HTTP ${response.status}${excerpt ? `: ${excerpt}` : ''}`,
-        );
+      const status = response.statusCode ?? 0;
+      if (status < 200 || status > 299) {
+        const excerpt = await readExcerpt(response);
+        throw new RunFailure(`provider_http_${status}`, `${where} answered HTTP ${status}${excerpt ? `: ${excerpt}` : ''}`);
       }
-      const contentType = response.headers.get('content-type') ?? '';
+      const contentType = response.headers['content-type'] ?? '';
       if (!/^text\/event-stream\b/i.test(contentType.trim())) {
-        await response.body?.cancel();
-        throw new RunFailure(
-          'provider_not_agui',
-          `${where} answered ${contentType || 'without a content type'}, not text/event-stream`,
-        );
+        response.destroy();
+        throw new RunFailure('provider_not_agui', `${where} answered ${contentType || 'without a content type'}, not text/event-stream`);
       }
-      if (!response.body) return;
 
-      for await (const event of sseEvents(bodyChunks(response.body, watch, where, heartbeat), where)) {
+      watch.response = response;
+      for await (const event of sseEvents(bodyChunks(response, watch, where, heartbeat), where)) {
         watch.throwIfStopped();
         yield event;
       }
@@ -114,23 +101,34 @@ export class AgUiHttpProvider implements Provider {
   }
 }
 
+/** The POST, resolved with the response once its head arrived; rejected when the request fails before. */
+function post(url: URL, headers: Headers, body: string, signal: AbortSignal): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const fields: Record<string, string> = {};
+    headers.forEach((value, name) => (fields[name] = value));
+    fields['content-length'] = String(Buffer.byteLength(body));
+    const request = send(url, { method: 'POST', headers: fields, agent: POOLS[url.protocol as keyof typeof POOLS], signal }, resolve);
+    // Kept for the request's life: an error after the response began (the stream broken off, a stop) is the body's to report.
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
 /** The response body's chunks; a connection that breaks off fails the run `provider_disconnected`. */
-async function* bodyChunks(
-  body: ReadableStream<Uint8Array>,
-  watch: RequestWatch,
-  where: string,
-  heartbeat: () => void,
-): AsyncGenerator<Uint8Array> {
-  const reader = body.getReader();
-  for (;;) {
-    const { done, value } = await watch.waitFor(
-      reader.read(),
-      (error) => new RunFailure('provider_disconnected', `${where} broke off the stream: ${describeCause(error)}`),
-    );
-    if (done) return;
-    heartbeat();
-    yield value;
+async function* bodyChunks(response: IncomingMessage, watch: RequestWatch, where: string, heartbeat: () => void): AsyncGenerator<Uint8Array> {
+  try {
+    for await (const chunk of response) {
+      heartbeat();
+      yield chunk as Uint8Array;
+    }
+  } catch (error) {
+    watch.throwIfStopped();
+    throw new RunFailure('provider_disconnected', `${where} broke off the stream: ${describeCause(error)}`);
   }
+  // A response cut short without an error of its own (its connection closed before the end).
+  watch.throwIfStopped();
+  if (!response.complete) throw new RunFailure('provider_disconnected', `${where} broke off the stream: the connection closed before the response ended`);
 }
 
 /**
@@ -140,7 +138,9 @@ async function* bodyChunks(
  */
 class RequestWatch {
   private readonly controller = new AbortController();
-  private readonly onCancel = () => this.controller.abort();
+  private readonly onCancel = () => this.stop();
+  /** The agent's response, once its head arrived. */
+  response: IncomingMessage | undefined;
 
   constructor(private readonly cancel: AbortSignal) {
     cancel.addEventListener('abort', this.onCancel, { once: true });
@@ -169,10 +169,16 @@ class RequestWatch {
     if (this.stopped) throw new DOMException('the run was stopped', 'AbortError');
   }
 
-  /** Ends the watch; aborting closes the connection if the stream is still open. */
+  /** Ends the watch: a response received whole is drained (its connection goes back to the pool), any other has its connection closed. */
   close(): void {
     this.cancel.removeEventListener('abort', this.onCancel);
-    this.controller.abort();
+    this.stop();
+  }
+
+  private stop(): void {
+    // A whole response's connection may be the pool's already: aborting the request then would close it under another.
+    if (this.response?.complete) this.response.resume();
+    else this.controller.abort();
   }
 }
 
@@ -201,23 +207,21 @@ function requestHeaders(agent: Agent, call: Readonly<Record<string, string>> = {
 }
 
 /** At most `BODY_EXCERPT_BYTES` of an error response's body, read without waiting for the rest. */
-async function readExcerpt(response: Response, watch: RequestWatch): Promise<string> {
-  if (!response.body) return '';
-  const reader = response.body.getReader();
+async function readExcerpt(response: IncomingMessage): Promise<string> {
   const bytes = new Uint8Array(BODY_EXCERPT_BYTES);
   let length = 0;
   try {
-    while (length < BODY_EXCERPT_BYTES) {
-      const { done, value } = await watch.waitFor(reader.read(), (error) => error);
-      if (done) break;
+    for await (const chunk of response) {
+      const value = chunk as Uint8Array;
       const take = Math.min(value.length, BODY_EXCERPT_BYTES - length);
       bytes.set(value.subarray(0, take), length);
       length += take;
+      if (length >= BODY_EXCERPT_BYTES) break;
     }
   } catch {
     // The status is the failure; a body that breaks off only shortens the excerpt.
   } finally {
-    await reader.cancel().catch(() => undefined);
+    response.destroy();
   }
   return new TextDecoder().decode(bytes.subarray(0, length)).trim();
 }
@@ -233,7 +237,7 @@ function readEndpoint(agent: Agent): URL {
   }
 }
 
-/** Node's fetch rejects with "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND, …) is its cause. */
+/** The reason a request failed (ECONNREFUSED, ENOTFOUND, …): the error's code, or its cause's (as fetch's errors carry it). */
 function describeCause(error: unknown): string {
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
   if (cause instanceof Error) {

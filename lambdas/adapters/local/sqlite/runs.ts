@@ -75,11 +75,9 @@ export class SqliteRunRecords implements RunRecords {
     return this.changeAsks(runId, changes, reopenedAsks, (run) => (run.asksReopened = (run.asksReopened ?? 0) + 1));
   }
 
+  /** One statement, at every settle: the run is not read, and its task's entry (its state unchanged) not written again. */
   async forgetClosingEvents(runId: string): Promise<void> {
-    const run = this.read(runId);
-    if (run?.closingEvents === undefined) return;
-    delete run.closingEvents;
-    this.write(run, false);
+    this.statements.forgetClosingEvents.run(runId);
   }
 
   async updateLink(runId: string, expectedRev: number | undefined, link: RunLink): Promise<Run | undefined> {
@@ -127,6 +125,7 @@ function prepare(db: Database.Database) {
     getRun: db.prepare(`SELECT ${runColumns} FROM runs WHERE run_id = ?`),
     getRunOf: db.prepare(`SELECT ${runColumns} FROM runs WHERE run_id = ? AND tenant = ?`),
     writeRun: db.prepare('UPDATE runs SET status = ?, body = ? WHERE run_id = ?'),
+    forgetClosingEvents: db.prepare("UPDATE runs SET body = json_remove(body, '$.closingEvents') WHERE run_id = ? AND json_type(body, '$.closingEvents') IS NOT NULL"),
     listThreadRuns: db.prepare(`SELECT ${runColumns} FROM runs WHERE thread_key = ? ORDER BY arrival, run_id`),
     listRunsByStatus: db.prepare(`SELECT ${runColumns} FROM runs WHERE status = ?`),
     pageRunsByStatus: db.prepare(`SELECT ${runColumns}, run_id FROM runs WHERE status = ? AND run_id > ? ORDER BY run_id LIMIT ?`),
