@@ -100,7 +100,12 @@ export async function queueHandOff(bench: Bench, store: LocalStoreKind): Promise
     const ref = (samples: number[]) => spread(samples).median;
     return [
       row({ ...base, metric: 'run end → next run first event, p50', reference: ref(refP50), referenceIs: 'client re-running straight at the agent', target: null }, spread(p50)),
-      row({ ...base, metric: 'run end → next run first event, p99', reference: ref(refP99), referenceIs: 'client re-running straight at the agent', target: '≤ 20 ms' }, spread(p99), (v) => v <= 20),
+      // Issue 29: no worse than a caller without a queue, measured in the same run.
+      row(
+        { ...base, metric: 'run end → next run first event, p99', reference: ref(refP99), referenceIs: 'client re-running straight at the agent', target: '≤ the reference' },
+        spread(p99),
+        (v) => v <= ref(refP99),
+      ),
       {
         ...row({ ...base, metric: 'errors (all repetitions)', unit: 'runs', reference: null, target: '0' }, spread(errorCounts)),
         value: errorCounts.reduce((total, count) => total + count, 0),

@@ -10,14 +10,17 @@ const NAME = '/healthz under load';
 /** Under the 350 KB limit of a run's input, as issue 14's first load. */
 const LARGE = 'x'.repeat(340 * 1024 - 512);
 
+/** Each streamed run's events: a second of events at 20 ms, so all 500 stream at once. */
+const STREAMED_EVENTS = 50;
+
 type Loop = { p50: number; p99: number; max: number } | undefined;
 
 /**
  * `/healthz` probed every 20 ms under issue 14's loads, with how late the gateway's event loop ran
  * meanwhile: 300 concurrent POSTs of a 340 KB message each (those admission refuses answer 503),
- * 12 readers that never read a run of 100 events of 380 KB, and 500 readers of one run reading it
- * to its end. The reference is the same probe
- * with nothing else going on. Target: p99 ≤ 50 ms under every load.
+ * 12 readers that never read a run of 100 events of 380 KB, 500 readers of one run reading it
+ * to its end, and (issue 29) 500 runs streaming at once, each to a reader of its own. The
+ * reference is the same probe with nothing else going on. Target: p99 ≤ 50 ms under every load.
  */
 export async function healthUnderLoad(bench: Bench, store: LocalStoreKind): Promise<Row[]> {
   const posts = bench.quick ? 100 : 300;
@@ -32,6 +35,7 @@ export async function healthUnderLoad(bench: Bench, store: LocalStoreKind): Prom
     await gateway.registerAgent('small', { events: 6, intervalMs: 0, deltaChars: 8 });
     await gateway.registerAgent('heavy', { events: 104, intervalMs: 20, deltaChars: 380 * 1024 });
     await gateway.registerAgent('watched', { events: 204, intervalMs: 10, deltaChars: 40 });
+    await gateway.registerAgent('streamed', { events: STREAMED_EVENTS, intervalMs: 20, deltaChars: 40 });
     const quiet = await measured(() => new Promise((resolve) => setTimeout(resolve, 2_000)));
 
     const burst = async () => {
@@ -76,14 +80,23 @@ export async function healthUnderLoad(bench: Bench, store: LocalStoreKind): Prom
       if (short > 0) throw new Error(`${short} of ${watchers} readers of the watched run read less than its 204 events`);
     };
 
-    const p99 = { burst: [] as number[], readers: [] as number[], watchers: [] as number[] };
-    const p50 = { burst: [] as number[], readers: [] as number[], watchers: [] as number[] };
-    const loop = { burst: [] as number[], readers: [] as number[], watchers: [] as number[] };
+    /** 500 runs at once, each on a thread of its own and read to its end by its own caller. */
+    const streams = bench.quick ? 100 : 500;
+    const streaming = async () => {
+      const reads = await Promise.all(Array.from({ length: streams }, () => readRun(`${gateway.url}/agui/streamed`, { threadId: randomUUID(), runId: randomUUID() })));
+      const failed = reads.map((read) => runProblem(read, STREAMED_EVENTS)).filter((problem) => problem !== undefined);
+      if (failed.length > 0) throw new Error(`${failed.length} of ${streams} streamed runs failed, the first: ${failed[0]}`);
+    };
+
+    const p99 = { burst: [] as number[], readers: [] as number[], watchers: [] as number[], streams: [] as number[] };
+    const p50 = { burst: [] as number[], readers: [] as number[], watchers: [] as number[], streams: [] as number[] };
+    const loop = { burst: [] as number[], readers: [] as number[], watchers: [] as number[], streams: [] as number[] };
     for (let rep = 0; rep < reps; rep++) {
       const loaded = await gateway.profiled(`burst-${rep + 1}`, () => measured(burst));
       const stalled = await gateway.profiled(`readers-${rep + 1}`, () => measured(unread));
       const audience = await gateway.profiled(`watchers-${rep + 1}`, () => measured(watched));
-      for (const [key, got] of [['burst', loaded], ['readers', stalled], ['watchers', audience]] as const) {
+      const streamed = await gateway.profiled(`streams-${rep + 1}`, () => measured(streaming));
+      for (const [key, got] of [['burst', loaded], ['readers', stalled], ['watchers', audience], ['streams', streamed]] as const) {
         p99[key].push(percentile(got.latencies, 99));
         p50[key].push(percentile(got.latencies, 50));
         loop[key].push(got.loop?.p99 ?? Number.NaN);
@@ -91,7 +104,8 @@ export async function healthUnderLoad(bench: Bench, store: LocalStoreKind): Prom
       bench.log(
         `  rep ${rep + 1}: ${posts} × 340 KB POSTs (${loaded.value.taken} taken, ${loaded.value.refused} refused 503): /healthz p50 ${p50.burst.at(-1)!.toFixed(1)} / p99 ${p99.burst.at(-1)!.toFixed(1)} ms, event loop p99 ${fmt(loaded.loop?.p99)} max ${fmt(loaded.loop?.max)} ms; ` +
           `12 unread readers: /healthz p50 ${p50.readers.at(-1)!.toFixed(1)} / p99 ${p99.readers.at(-1)!.toFixed(1)} ms, event loop p99 ${fmt(stalled.loop?.p99)} max ${fmt(stalled.loop?.max)} ms; ` +
-          `${watchers} readers of one run: /healthz p50 ${p50.watchers.at(-1)!.toFixed(1)} / p99 ${p99.watchers.at(-1)!.toFixed(1)} ms, event loop p99 ${fmt(audience.loop?.p99)} max ${fmt(audience.loop?.max)} ms`,
+          `${watchers} readers of one run: /healthz p50 ${p50.watchers.at(-1)!.toFixed(1)} / p99 ${p99.watchers.at(-1)!.toFixed(1)} ms, event loop p99 ${fmt(audience.loop?.p99)} max ${fmt(audience.loop?.max)} ms; ` +
+          `${streams} runs streaming at once: /healthz p50 ${p50.streams.at(-1)!.toFixed(1)} / p99 ${p99.streams.at(-1)!.toFixed(1)} ms, event loop p99 ${fmt(streamed.loop?.p99)} max ${fmt(streamed.loop?.max)} ms`,
       );
     }
     const reference = percentile(quiet.latencies, 99);
@@ -107,6 +121,9 @@ export async function healthUnderLoad(bench: Bench, store: LocalStoreKind): Prom
       row({ ...base, metric: `GET /healthz p99, ${watchers} readers of one run of 204 events`, reference, referenceIs: 'p99 with no load', target: '≤ 50 ms' }, spread(p99.watchers), (v) => v <= 50),
       row({ ...base, metric: 'GET /healthz p50, meanwhile', reference: percentile(quiet.latencies, 50), referenceIs: 'p50 with no load', target: null }, spread(p50.watchers)),
       row({ ...base, metric: "gateway's event loop delay p99, meanwhile", reference: quiet.loop?.p99 ?? null, referenceIs: 'with no load', target: null }, spread(loop.watchers)),
+      row({ ...base, metric: `GET /healthz p99, ${streams} runs streaming at once (${STREAMED_EVENTS} events every 20 ms), each to its own reader`, reference, referenceIs: 'p99 with no load', target: '≤ 50 ms' }, spread(p99.streams), (v) => v <= 50),
+      row({ ...base, metric: 'GET /healthz p50, meanwhile', reference: percentile(quiet.latencies, 50), referenceIs: 'p50 with no load', target: null }, spread(p50.streams)),
+      row({ ...base, metric: "gateway's event loop delay p99, meanwhile", reference: quiet.loop?.p99 ?? null, referenceIs: 'with no load', target: null }, spread(loop.streams)),
     ];
   } finally {
     await gateway.stop();

@@ -264,7 +264,7 @@ async function relay(
         stop.abort();
         return ended({ terminal: event });
       }
-      await log.record(event, json);
+      await log.record(event, json, bytes);
     }
   } catch (error) {
     if (error instanceof StoreUnavailable) return ended(fail(error.code, error.message));
