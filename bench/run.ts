@@ -32,6 +32,7 @@ import { actorChain } from './scenarios/10-actor-chain.js';
 import { traceFlush } from './scenarios/11-trace-flush.js';
 import { audit } from './scenarios/12-audit.js';
 import { consolePages } from './scenarios/13-console.js';
+import { awsFirstEvent } from './scenarios/14-aws-first-event.js';
 import type { LocalStoreKind } from '../lambdas/runtimes/local.js';
 
 const args = process.argv.slice(2);
@@ -75,6 +76,7 @@ const scenarios: { id: number; title: string; run: (bench: Bench, store: LocalSt
   { id: 11, title: "trace flush: a Lambda invocation's export of its spans to CloudWatch, in the AWS box", run: traceFlush, stores: ['aws'] },
   { id: 12, title: "audit: the offline verifier over 1,000,000 records, and a run's audit record at its admission", run: audit, stores: ['sqlite'] },
   { id: 13, title: 'console: the threads page over 10,000 threads, and a run page of 20,000 events in a browser', run: consolePages, stores: LOCAL_STORES },
+  { id: 14, title: 'first event on AWS: the stack in the AWS box with a region\'s latencies, on an idle thread and behind another run', run: awsFirstEvent, stores: ['aws'] },
 ];
 
 function format(value: number | null, unit: string): string {

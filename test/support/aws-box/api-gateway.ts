@@ -1,3 +1,4 @@
+import { pause, type LatencyModel } from './latency.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -29,6 +30,8 @@ interface Method {
  */
 export class ApiGateway {
   readonly methods: Method[] = [];
+  /** What API Gateway adds before a request reaches its function (`BoxOptions.latency`); none, at once. */
+  latency: LatencyModel | undefined;
   readonly apiId: string;
   readonly stage: string;
   readonly apiKeys = new Map<string, string>();
@@ -112,6 +115,7 @@ export class ApiGateway {
   }
 
   private async serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    await pause(this.latency?.apiGatewayMs);
     const url = new URL(request.url ?? '/', 'http://box');
     const body = await readBody(request);
     const segments = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);

@@ -1,3 +1,4 @@
+import { pause, type LatencyModel } from './latency.js';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -75,6 +76,9 @@ export class AwsEndpoint {
   iam!: Iam;
   lambda!: LambdaService;
   stateMachineCaller!: () => Caller;
+
+  /** How long each call waits before it is served (`BoxOptions.latency`); none, at once. */
+  latency: LatencyModel | undefined;
 
   constructor(private readonly now: () => number) {}
 
@@ -158,6 +162,8 @@ export class AwsEndpoint {
       method: request.method ?? 'GET',
       ...who,
     };
+    // A region's response time, when the box models one (the call is served after it, as a region's would be).
+    await pause(this.latency?.call(scope, call.operation));
     if (scope === 'lambda') return this.serveLambda(call, response);
     const service = this.services[scope];
     if (!service) return send(response, { status: 400, body: JSON.stringify({ __type: 'UnknownService', message: `the box serves no ${scope}` }) });

@@ -1,3 +1,4 @@
+import type { LatencyModel } from './latency.js';
 import { createSocket, type Socket } from 'node:dgram';
 import { HttpAgent } from '@ag-ui/client';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
@@ -37,6 +38,8 @@ export interface BoxOptions {
   context?: Record<string, string>;
   /** The account's Lambda concurrency quota (a new account's default is 10; an established one's 1,000). */
   accountConcurrency?: number;
+  /** A region's response times (`REGION_LATENCY`): every AWS call, queue hand-off and API request waits its share. Absent, all at once. */
+  latency?: LatencyModel;
 }
 
 /**
@@ -76,6 +79,7 @@ export class AwsBox {
   static async deploy(dir: string, options: BoxOptions = {}): Promise<AwsBox> {
     const clock = new BoxClock();
     const endpoint = new AwsEndpoint(() => clock.now());
+    endpoint.latency = options.latency;
     await endpoint.listen();
     const deployment = await Deployment.load(dir, { aws: endpoint.url });
     checkDeployable(deployment, options.accountConcurrency ?? 1000);
@@ -98,10 +102,12 @@ export class AwsBox {
     });
     await stepFunctions.start(endpoint.url, STATES_ACCESS_KEY);
     const eventSources = new EventSources(deployment, lambda, sqs, dynamodb, iam, clock);
+    eventSources.latency = options.latency;
     eventSources.start();
     const schedules = new Schedules(deployment, lambda, clock);
     schedules.start();
     const api = new ApiGateway(deployment, lambda, iam);
+    api.latency = options.latency;
     await api.listen();
     await link.listen();
     return new AwsBox(deployment, clock, endpoint, iam, dynamodb, sqs, stepFunctions, lambda, eventSources, schedules, api, link, xray);

@@ -1,3 +1,4 @@
+import { pause, type LatencyModel } from './latency.js';
 import type { BoxClock } from './clock.js';
 import type { DynamoDbService, StreamRecord } from './dynamodb.js';
 import type { Iam } from './iam.js';
@@ -22,6 +23,8 @@ interface Mapping {
 export class EventSources {
   private readonly stops: Array<() => void> = [];
   private closed = false;
+  /** How long a queue's batch waits for its poller's hand-off (`BoxOptions.latency`); none, at once. */
+  latency: LatencyModel | undefined;
   /** Batches handed to each function, for tests that look at what a poller did. */
   readonly batches: Array<{ handler: string; size: number; outcome: 'ok' | 'partial' | 'error' | 'throttled' }> = [];
 
@@ -88,6 +91,8 @@ export class EventSources {
   }
 
   private async deliver(mapping: Mapping, messages: QueuedMessage[], partial: boolean): Promise<void> {
+    // The mapping's poller takes a while to hand a batch over (`BoxOptions.latency`).
+    if (mapping.source.startsWith('arn:aws:sqs:')) await pause(this.latency?.queueHandOffMs);
     const queue = this.sqs.queue(mapping.source);
     const event = {
       Records: messages.map((message) => {
