@@ -1,3 +1,4 @@
+import { READER_POLLING } from '../adapters/aws/polling-change-feed.js';
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
@@ -72,7 +73,8 @@ export function doorsApp(options: DoorsOptions) {
   // The link's key is read with the admin token, on the first request: the wiring waits for it.
   const build = async () => {
     const linked = await link?.();
-    const { gateway, pushKeys } = createWiring({ ...options, ...(linked ? { link: linked.deps, proofs: linked.proofs, auditSeal: linked.seal } : {}) }, { queue: interjectingQueue, timer: stepFunctionsAskTimer });
+    // The doors' subscriptions are callers' readers: quick to a run's first event and to a queued run's start.
+    const { gateway, pushKeys } = createWiring({ polling: READER_POLLING, ...options, ...(linked ? { link: linked.deps, proofs: linked.proofs, auditSeal: linked.seal } : {}) }, { queue: interjectingQueue, timer: stepFunctionsAskTimer });
     const token = secretArn ? await readSecret(secretArn) : undefined;
     const readTokenArn = options.env[ENV.consoleReadTokenSecretArn];
     const readToken = token !== undefined && readTokenArn ? await readSecret(readTokenArn) : undefined;

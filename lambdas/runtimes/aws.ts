@@ -20,7 +20,7 @@ import { createDynamoStore, type DynamoStore } from '../adapters/aws/dynamodb/st
 import type { TableNames } from '../adapters/aws/dynamodb/tables.js';
 import { DEFAULT_PUSH_SENDER_SETTINGS, HttpPushSender, type PushSenderSettings } from '../adapters/http/push-sender.js';
 import type { PushKeys } from '../adapters/http/push-signing.js';
-import { PollingChangeFeed } from '../adapters/aws/polling-change-feed.js';
+import { PollingChangeFeed, type PollingOptions } from '../adapters/aws/polling-change-feed.js';
 import { lambdaDispatchBeside } from '../adapters/aws/lambda-dispatch-beside.js';
 import { SqsThreadQueue, type ThreadMessage } from '../adapters/aws/sqs-thread-queue.js';
 import { StepFunctionsAskTimer } from '../adapters/aws/step-functions-ask-timer.js';
@@ -98,6 +98,8 @@ export interface WiringOptions {
   auditSeal?: AuditSeal;
   /** Traces runs' lives (and, at the doors, requests): `tracingOf(env)`; absent or disabled, nothing is traced. */
   tracing?: Tracing;
+  /** How the function's subscriptions poll the record (the doors': `READER_POLLING`); absent, `DEFAULT_POLLING`. */
+  polling?: Partial<PollingOptions>;
 }
 
 /**
@@ -132,6 +134,7 @@ export function createWiring(options: WiringOptions, ports: AwsPorts = {}): { ga
       queue,
       timer: options.timer ?? ports.timer?.(env, clients) ?? NO_TIMER,
       feed: new PollingChangeFeed(store, {
+        ...options.polling,
         onError: (error) => logger.warn('polling the record for changes failed', { error: error as Error }),
       }),
       providers: options.providers?.({ clock, ids, lambda: clients.lambda }) ?? {},

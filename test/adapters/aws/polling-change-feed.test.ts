@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DynamoStore } from '../../../lambdas/adapters/aws/dynamodb/store/store.js';
-import { PollingChangeFeed } from '../../../lambdas/adapters/aws/polling-change-feed.js';
+import { PollingChangeFeed, READER_POLLING } from '../../../lambdas/adapters/aws/polling-change-feed.js';
 import { followRun } from '../../../lambdas/core/follow-run.js';
 import type { Run, StoredEvent } from '../../../lambdas/core/model.js';
 import type { RunChange } from '../../../lambdas/core/ports.js';
@@ -127,6 +127,52 @@ describe('the polling change feed', () => {
     await scheduler.tick();
     await scheduler.tick();
     expect(scheduler.delays.slice(-2)).toEqual([50, 100]);
+  });
+
+  it('as a reader, keeps polling every 50 ms for a second until the run’s first event, then backs off as any subscription', async () => {
+    const store = await dynamo.freshStore();
+    const run = await aStoredRun(store);
+    const scheduler = new ManualScheduler();
+    new PollingChangeFeed(store, { ...READER_POLLING, schedule: scheduler.schedule }).subscribe(run.runId, () => {});
+    await scheduler.scheduled();
+    // Its polls' intervals add up to the second (the first poll and 19 more, 50 ms apart); then it doubles.
+    for (let i = 0; i < 21; i += 1) await scheduler.tick();
+    expect(scheduler.delays).toEqual([...Array.from({ length: 19 }, () => 50), 100, 200, 400]);
+
+    await store.events.append(events(run.runId, 1, 1));
+    await scheduler.tick();
+    // Its first event read, a quiet poll doubles at once: a streaming run's reader costs no more than before.
+    await scheduler.tick();
+    await scheduler.tick();
+    expect(scheduler.delays.slice(-3)).toEqual([50, 100, 200]);
+  });
+
+  it('as a reader of a queued run, reads the run alone, at most every 250 ms, and is quick again once it starts', async () => {
+    const store = await dynamo.freshStore();
+    const run = aRun({ status: 'queued', threadId: newId('thread') });
+    await store.runs.create(run);
+    let eventReads = 0;
+    const counting = {
+      runs: store.runs,
+      events: {
+        lastSeq: (runId: string) => store.events.lastSeq(runId),
+        read: (...args: Parameters<typeof store.events.read>) => ((eventReads += 1), store.events.read(...args)),
+      },
+    } as unknown as typeof store;
+    const scheduler = new ManualScheduler();
+    const seen = recorder();
+    new PollingChangeFeed(counting, { ...READER_POLLING, schedule: scheduler.schedule }).subscribe(run.runId, seen.listener);
+    await scheduler.scheduled();
+    for (let i = 0; i < 24; i += 1) await scheduler.tick();
+    expect(scheduler.delays.slice(-3)).toEqual([250, 250, 250]);
+    expect(eventReads).toBe(0);
+
+    await store.runs.transition(run.runId, ['queued'], { status: 'running' });
+    await scheduler.tick();
+    expect(seen.statuses().at(-1)).toBe('running');
+    await scheduler.tick();
+    expect(scheduler.delays.slice(-2)).toEqual([50, 50]);
+    expect(eventReads).toBe(1);
   });
 
   it('hands this function’s own changes over at once, and does not read them back as news', async () => {
