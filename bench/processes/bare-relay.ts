@@ -8,12 +8,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serveParent } from '../support/child.js';
 
-let server: Server | undefined;
+/** One per target (scenario 1 relays its short runs and its paced run). */
+const servers: Server[] = [];
 
 serveParent(
   {
     async listen({ target }: { target: string }) {
-      server = createServer((request, response) => {
+      const server = createServer((request, response) => {
         void (async () => {
           const chunks: Buffer[] = [];
           for await (const chunk of request) chunks.push(chunk as Buffer);
@@ -23,12 +24,15 @@ serveParent(
           response.end();
         })().catch((error: unknown) => response.destroy(error as Error));
       });
-      await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` };
     },
   },
   async () => {
-    server?.closeAllConnections();
-    server?.close();
+    for (const server of servers) {
+      server.closeAllConnections();
+      server.close();
+    }
   },
 );

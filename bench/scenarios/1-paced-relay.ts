@@ -50,6 +50,7 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
     const shortDirect = `${bench.agentUrl}/agui?${scriptQuery(SHORT)}`;
     const shortThrough = `${gateway.url}/agui/short`;
     const { url: shortBare } = await bare.call<{ url: string }>('listen', { target: shortDirect });
+    const { url: pacedBare } = await bare.call<{ url: string }>('listen', { target: direct });
     // Unmeasured: warms the JIT on both paths and opens the gateway's connection to the agent.
     await readWithStockClient(`${bench.agentUrl}/agui?${scriptQuery({ ...plan, events: 50, intervalMs: 1 })}`);
     await readWithStockClient(`${gateway.url}/agui/warm`);
@@ -62,6 +63,8 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
     const directP99: number[] = [];
     const directFirst: number[] = [];
     const link = { p50: [] as number[], p99: [] as number[], first: [] as number[] };
+    /** The paced run through the bare relay: the floor of a relay's added latency on this machine. */
+    const bareFloor = { p50: [] as number[], p99: [] as number[] };
     // Per repetition: the p50 of FIRST_RUNS short runs each way, alternated.
     const firstP50 = { added: [] as number[], direct: [] as number[], bare: [] as number[] };
     const tracing = { p50: [] as number[], p99: [] as number[] };
@@ -79,6 +82,9 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
         }
         const l = await readWithStockClient(linked);
         const t = await readWithStockClient(tracedThrough);
+        const b = await readWithStockClient(pacedBare);
+        bareFloor.p50.push(percentile(b.latencies, 50) - percentile(d.latencies, 50));
+        bareFloor.p99.push(percentile(b.latencies, 99) - percentile(d.latencies, 99));
         tracing.p50.push(percentile(t.latencies, 50) - percentile(d.latencies, 50));
         tracing.p99.push(percentile(t.latencies, 99) - percentile(d.latencies, 99));
         for (const [side, read] of [['direct', d], ['funduq', f], ['funduq over a link', l], ['funduq traced', t]] as const) {
@@ -125,6 +131,9 @@ export async function pacedRelay(bench: Bench, store: LocalStoreKind): Promise<R
     return [
       row({ ...base, metric: 'added latency per event, p50', reference: ref(directP50), referenceIs: 'direct p50 latency', target: '≤ 0.5 ms' }, spread(p50), (v) => v <= 0.5),
       row({ ...base, metric: 'added latency per event, p99', reference: ref(directP99), referenceIs: 'direct p99 latency', target: '≤ 3 ms' }, spread(p99), (v) => v <= 3),
+      // The floor of any relay between the same two hops on this machine (bench/processes/bare-relay.ts).
+      row({ ...base, metric: 'a bare relay (bytes forwarded, nothing parsed or recorded): added latency per event, p50', reference: ref(directP50), referenceIs: 'direct p50 latency', target: null }, spread(bareFloor.p50)),
+      row({ ...base, metric: 'a bare relay: added latency per event, p99', reference: ref(directP99), referenceIs: 'direct p99 latency', target: null }, spread(bareFloor.p99)),
       row({ ...base, metric: 'added time to first event (the paced run)', reference: ref(directFirst), referenceIs: 'direct time to first event', target: null }, spread(first)),
       row(
         { ...base, metric: `added time to first event, p50 of ${FIRST_RUNS} short runs`, reference: ref(firstP50.direct), referenceIs: 'direct time to first event, p50', target: '≤ 3 ms' },
