@@ -242,6 +242,20 @@ describe('AgUiHttpProvider', { timeout: 5_000 }, () => {
     expect(failure.message.length).toBeLessThan(1024 + 200);
   });
 
+  it('fails with provider_http_307 when the agent redirects, and follows no Location', async () => {
+    let followed = false;
+    const target = await startAgent(() => {
+      followed = true;
+      return new Response('', { status: 200 });
+    });
+    const url = await startAgent((c) => c.redirect(target, 307));
+
+    const { failure } = await failureOf(run(agentAt(url)));
+
+    expect(failure.code).toBe('provider_http_307');
+    expect(followed).toBe(false);
+  });
+
   it('fails with provider_idle when the agent never answers', async () => {
     const url = await startAgent(() => new Promise<Response>(() => undefined));
 
