@@ -1,55 +1,32 @@
 import { randomUUID } from 'node:crypto';
-import { createParser } from 'eventsource-parser';
 import { AwsBox, BOX_CONTEXT } from '../../test/support/aws-box/box.js';
 import { REGION_LATENCY } from '../../test/support/aws-box/latency.js';
 import type { Bench, Row } from '../support/bench.js';
 import { row } from '../support/bench.js';
 import { scriptQuery, type Script } from '../support/script.js';
-import { now } from '../support/sse-reader.js';
+import { readRun, runProblem, type Read } from '../support/sse-reader.js';
 import { percentile, spread } from '../support/stats.js';
 
 const NAME = 'first event on AWS (the box, a modeled region)';
-const SHORT: Script = { events: 3, intervalMs: 0, deltaChars: 8 };
+/** As short as a run gets (at least 4 events: RUN_STARTED, a message's start, end and RUN_FINISHED). */
+const SHORT: Script = { events: 4, intervalMs: 0, deltaChars: 8 };
 /** A run the next one queues behind: half a second of events. */
 const HOLD: Script = { events: 10, intervalMs: 50, deltaChars: 8 };
 const PACED: Script = { events: 20, intervalMs: 50, deltaChars: 8 };
 
-interface Read {
-  startedAt: number;
-  arrivals: number[];
-  /** Per event: arrival − the agent's send time (`rawEvent.sentAt`). */
-  latencies: number[];
-  last?: string;
+interface ReadOptions {
+  threadId?: string;
+  headers?: Record<string, string>;
+  onHeaders?: () => void;
+  /** `bench`: the script of this run, over its agent's (`plan` is then that script). */
+  forwardedProps?: Record<string, unknown>;
 }
 
-/** A run read to its end by a bare SSE reader, with each event's arrival and its latency from the agent's send. */
-async function read(url: string, threadId: string, headers: Record<string, string> = {}, onHeaders?: () => void, forwardedProps: Record<string, unknown> = {}): Promise<Read> {
-  const startedAt = now();
-  const runId = randomUUID();
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
-    body: JSON.stringify({ threadId, runId, messages: [{ id: `u-${runId}`, role: 'user', content: 'go' }], tools: [], context: [], state: {}, forwardedProps }),
-  });
-  onHeaders?.();
-  if (!response.ok || !response.body) throw new Error(`${url}: HTTP ${response.status} ${(await response.text()).slice(0, 200)}`);
-  const got: Read = { startedAt, arrivals: [], latencies: [] };
-  const parser = createParser({
-    onEvent: (message) => {
-      const at = now();
-      got.arrivals.push(at);
-      const sent = /"sentAt":([0-9.]+)/.exec(message.data);
-      if (sent) got.latencies.push(at - Number(sent[1]));
-      got.last = /"type":"([A-Z_]+)"/.exec(message.data)?.[1];
-    },
-  });
-  const decoder = new TextDecoder();
-  try {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
-  } catch (error) {
-    throw new Error(`${url}: the stream broke off after ${got.arrivals.length} events (${String(error)})`);
-  }
-  if (got.last !== 'RUN_FINISHED') throw new Error(`${url}: the run ended with ${got.last ?? 'nothing'}`);
+/** A run of `plan` read to its end by the bench's bare SSE reader, each event's latency from the agent's send taken; a run that did not finish whole stops the scenario. */
+async function read(url: string, plan: Script, { threadId = randomUUID(), headers = {}, onHeaders, forwardedProps = {} }: ReadOptions = {}): Promise<Read> {
+  const got = await readRun(url, { threadId, runId: randomUUID(), forwardedProps }, onHeaders, headers, { latencies: true });
+  const problem = runProblem(got, plan.events);
+  if (problem) throw new Error(`${url}: ${problem}`);
   return got;
 }
 
@@ -106,7 +83,7 @@ async function measure(bench: Bench, runs: number, modeled: boolean): Promise<Fi
     const through = (agent: string) => `${box.url}/agui/${agent}`;
     const direct = (plan: Script) => `${bench.agentUrl}/agui?${scriptQuery(plan)}`;
     // Cold starts (each function's first invocation) out of the measure.
-    for (let i = 0; i < 3; i++) await read(through('short'), randomUUID(), key);
+    for (let i = 0; i < 3; i++) await read(through('short'), SHORT, { headers: key });
 
     const figures: Figures = { idle: [], queued: [], perEvent: [], refs: { idle: [], queued: [], perEvent: [] } };
     const { idle, queued, perEvent, refs } = figures;
@@ -114,8 +91,8 @@ async function measure(bench: Bench, runs: number, modeled: boolean): Promise<Fi
       const added: number[] = [];
       const straight: number[] = [];
       for (let i = 0; i < runs; i++) {
-        const d = await read(direct(SHORT), randomUUID());
-        const t = await read(through('short'), randomUUID(), key);
+        const d = await read(direct(SHORT), SHORT);
+        const t = await read(through('short'), SHORT, { headers: key });
         straight.push(firstEvent(d));
         added.push(firstEvent(t) - firstEvent(d));
       }
@@ -128,25 +105,25 @@ async function measure(bench: Bench, runs: number, modeled: boolean): Promise<Fi
         const threadId = randomUUID();
         let accepted!: () => void;
         const head = new Promise<void>((resolve) => (accepted = resolve));
-        const held = read(through('hold'), threadId, key, accepted);
+        const held = read(through('hold'), HOLD, { threadId, headers: key, onHeaders: accepted });
         // Read to its end whatever happens to the next: a failure is the scenario's, never unhandled.
         held.catch(() => undefined);
         await head;
         // A thread is its agent's: the next run is the same agent's, told by `forwardedProps.bench` to be short.
-        const next = await read(through('hold'), threadId, key, undefined, { bench: SHORT });
+        const next = await read(through('hold'), SHORT, { threadId, headers: key, forwardedProps: { bench: SHORT } });
         gaps.push(next.arrivals[0] - (await held).arrivals.at(-1)!);
         // The reference: a caller that runs again straight at the agent the moment its last run ended.
-        const d = await read(direct(HOLD), randomUUID());
-        const again = await read(direct(SHORT), randomUUID());
+        const d = await read(direct(HOLD), HOLD);
+        const again = await read(direct(SHORT), SHORT);
         rerun.push(again.arrivals[0] - d.arrivals.at(-1)!);
       }
       queued.push(percentile(gaps, 50) - percentile(rerun, 50));
       refs.queued.push(percentile(rerun, 50));
 
-      const d = await read(direct(PACED), randomUUID());
-      const t = await read(through('paced'), randomUUID(), key);
-      perEvent.push(percentile(t.latencies, 50) - percentile(d.latencies, 50));
-      refs.perEvent.push(percentile(d.latencies, 50));
+      const d = await read(direct(PACED), PACED);
+      const t = await read(through('paced'), PACED, { headers: key });
+      perEvent.push(percentile(t.latencies!, 50) - percentile(d.latencies!, 50));
+      refs.perEvent.push(percentile(d.latencies!, 50));
       bench.log(
         `  ${modeled ? 'modeled' : 'at once'}, rep ${rep + 1}: first event added p50 ${idle.at(-1)!.toFixed(1)} ms on an idle thread (direct ${refs.idle.at(-1)!.toFixed(1)} ms), ` +
           `${queued.at(-1)!.toFixed(1)} ms queued behind a run (hand-off p50 ${percentile(gaps, 50).toFixed(1)} ms, a caller re-running straight ${refs.queued.at(-1)!.toFixed(1)} ms), ` +

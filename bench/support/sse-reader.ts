@@ -9,6 +9,8 @@ export interface Read {
   /** Arrival time of every event, in order. */
   arrivals: number[];
   types: string[];
+  /** Per event, when asked for: arrival − the agent's send time (`rawEvent.sentAt`). */
+  latencies?: number[];
   endedAt: number;
   error?: string;
 }
@@ -23,10 +25,12 @@ export async function readRun(
   input: { threadId: string; runId: string; forwardedProps?: unknown },
   onHeaders?: () => void,
   headers: Record<string, string> = {},
+  { latencies = false }: { latencies?: boolean } = {},
 ): Promise<Read> {
   const startedAt = now();
   const arrivals: number[] = [];
   const types: string[] = [];
+  const latenciesOf: number[] | undefined = latencies ? [] : undefined;
   let response: Response;
   try {
     response = await fetch(url, {
@@ -57,6 +61,8 @@ export async function readRun(
       // The type is near the start; parsing the whole event is the stock client's job, not this reader's.
       const match = /"type":"([A-Z_]+)"/.exec(message.data);
       types.push(match ? match[1] : '?');
+      const sent = latenciesOf && /"sentAt":([0-9.]+)/.exec(message.data);
+      if (sent) latenciesOf.push(arrivals.at(-1)! - Number(sent[1]));
     },
   });
   const decoder = new TextDecoder();
@@ -65,7 +71,7 @@ export async function readRun(
   } catch (error) {
     return { status: response.status, startedAt, arrivals, types, endedAt: now(), error: String(error) };
   }
-  return { status: response.status, startedAt, arrivals, types, endedAt: now() };
+  return { status: response.status, startedAt, arrivals, types, endedAt: now(), ...(latenciesOf ? { latencies: latenciesOf } : {}) };
 }
 
 /** A run that ended with RUN_FINISHED after `expected` events, or why it did not. */

@@ -366,12 +366,12 @@ export class RunLog {
     return this.seq;
   }
 
-  /** Takes the next event (with its JSON and that JSON's size, when the caller made them); resolves at once unless the store has fallen far behind. */
+  /** Takes the next event (with its JSON, and that JSON's UTF-8 size, when the caller made them); resolves at once unless the store has fallen far behind. */
   async record(event: AgUiEventRecord, given?: string, givenBytes?: number): Promise<void> {
     if (this.failure !== undefined) throw this.failure;
     // Serialised and measured once: the store writes this JSON and framing reuses it.
     const json = given ?? JSON.stringify(event);
-    this.bytes += given !== undefined && givenBytes !== undefined ? givenBytes : utf8Bytes(json);
+    this.bytes += givenBytes ?? utf8Bytes(json);
     this.pending.push({ runId: this.runId, seq: ++this.seq, event, json });
     this.writing ??= this.drain();
     if (this.pending.length >= HIGH_WATER) await this.writing;

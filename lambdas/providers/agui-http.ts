@@ -237,7 +237,7 @@ function readEndpoint(agent: Agent): URL {
   }
 }
 
-/** The reason a request failed (ECONNREFUSED, ENOTFOUND, …): the error's code, or its cause's (as fetch's errors carry it). */
+/** The reason a request failed (ECONNREFUSED, ENOTFOUND, …): the error's code with its message, or its cause's when it has one. */
 function describeCause(error: unknown): string {
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
   if (cause instanceof Error) {

@@ -131,12 +131,17 @@ export class PollingChangeFeed implements ChangeFeed {
   private async read(subscription: Subscription): Promise<boolean> {
     const { runId } = subscription;
     let active = false;
+    // A queued run has no events: its poll reads the run first, and the log only once the run has
+    // left the queue (in the same poll, so its first events are not a poll late). Read before the
+    // log, the run is never newer than the events handed with it.
+    let run = subscription.status === 'queued' ? await this.store.runs.get(runId) : undefined;
+    if (subscription.stopped) return false;
     if (subscription.cursor === undefined) {
       // Events stored before this point are the subscriber's to read; the first status wakes it to do so.
       const lastSeq = await this.store.events.lastSeq(runId);
       if (subscription.stopped) return false;
       subscription.cursor ??= lastSeq;
-    } else if (subscription.status !== 'queued') {
+    } else if (run?.status !== 'queued') {
       const events = await this.store.events.read(runId, subscription.cursor, this.options.page);
       const fresh = events.filter((event) => event.seq > (subscription.cursor as number));
       if (subscription.stopped) return false;
@@ -147,7 +152,7 @@ export class PollingChangeFeed implements ChangeFeed {
         active = true;
       }
     }
-    const run = await this.store.runs.get(runId);
+    run ??= await this.store.runs.get(runId);
     if (subscription.stopped || !run) return active;
     subscription.status = run.status;
     const print = fingerprint(run);

@@ -147,7 +147,7 @@ describe('the polling change feed', () => {
     expect(scheduler.delays.slice(-3)).toEqual([50, 100, 200]);
   });
 
-  it('as a reader of a queued run, reads the run alone, at most every 250 ms, and is quick again once it starts', async () => {
+  it('as a reader of a queued run, reads the run alone, at most every 250 ms, and its first events in the poll that sees it start', async () => {
     const store = await dynamo.freshStore();
     const run = aRun({ status: 'queued', threadId: newId('thread') });
     await store.runs.create(run);
@@ -167,12 +167,14 @@ describe('the polling change feed', () => {
     expect(scheduler.delays.slice(-3)).toEqual([250, 250, 250]);
     expect(eventReads).toBe(0);
 
+    // Started, with its first event stored before the next poll: that poll hands over both.
     await store.runs.transition(run.runId, ['queued'], { status: 'running' });
+    await store.events.append(events(run.runId, 1, 1));
     await scheduler.tick();
     expect(seen.statuses().at(-1)).toBe('running');
-    await scheduler.tick();
-    expect(scheduler.delays.slice(-2)).toEqual([50, 50]);
+    expect(seen.seqs()).toEqual([1]);
     expect(eventReads).toBe(1);
+    expect(scheduler.delays.at(-1)).toBe(50);
   });
 
   it('hands this function’s own changes over at once, and does not read them back as news', async () => {
