@@ -1,5 +1,6 @@
 import { Duration, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -77,19 +78,23 @@ export class Dispatcher extends Construct {
     props.askWaiter.grantArm(fn);
     // An interjection whose run settled before it was dispatched becomes the thread's next run.
     props.threadQueue.grantSend(fn);
-    if (props.agentFunctions && props.agentFunctions.length > 0) {
-      fn.addToRolePolicy(
-        new iam.PolicyStatement({
-          // InvokeWithResponseStream is authorised by lambda:InvokeFunction; a qualifier is a suffix of the ARN.
-          actions: ['lambda:InvokeFunction'],
-          resources: props.agentFunctions.flatMap((name) => {
-            const arn = functionArn(Stack.of(this), name);
-            return [arn, `${arn}:*`];
-          }),
-        }),
-      );
-    }
+    grantAgentInvoke(fn, props.agentFunctions);
   }
+}
+
+/** The functions agents of the `lambda` kind run on (names or ARNs): the only ones a function that relays runs may invoke. */
+export function grantAgentInvoke(fn: lambda.IFunction, agentFunctions: readonly string[] | undefined): void {
+  if (!agentFunctions || agentFunctions.length === 0) return;
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      // InvokeWithResponseStream is authorised by lambda:InvokeFunction; a qualifier is a suffix of the ARN.
+      actions: ['lambda:InvokeFunction'],
+      resources: agentFunctions.flatMap((name) => {
+        const arn = functionArn(Stack.of(fn), name);
+        return [arn, `${arn}:*`];
+      }),
+    }),
+  );
 }
 
 /** A function's ARN from its name, partial ARN (`account:function:name`) or ARN, in the stack's account and region. */

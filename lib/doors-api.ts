@@ -9,6 +9,7 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { ENV } from '../lambdas/runtimes/environment.js';
 import type { AskWaiter } from './ask-waiter.js';
+import { grantAgentInvoke } from './dispatcher.js';
 import { GatewayFunction } from './gateway-function.js';
 import type { Store } from './store.js';
 import type { ThreadQueue } from './thread-queue.js';
@@ -30,6 +31,10 @@ export interface DoorsApiProps {
   /** Interjections are handed to it by an asynchronous invoke, beside the thread's message group. */
   dispatcher: lambda.IFunction;
   askWaiter: AskWaiter;
+  /** The functions agents of the `lambda` kind run on: the streaming doors relay runs on idle threads, and may invoke them. */
+  agentFunctions?: readonly string[];
+  /** The streaming doors relay runs on idle threads themselves (`relayAtDoor`). */
+  relayAtDoor: boolean;
   adminToken: secretsmanager.ISecret;
   /** The console's read-only token, when the stack makes one. */
   consoleReadToken?: secretsmanager.ISecret;
@@ -97,6 +102,12 @@ export class DoorsApi extends Construct {
       environment,
       paramsAndSecrets,
     });
+    // The streaming doors relay the runs they admit on idle threads: they invoke agents and, when a
+    // run settles with asks, arm its ask timer, as the dispatcher does.
+    if (props.relayAtDoor) {
+      grantAgentInvoke(this.streaming.function, props.agentFunctions);
+      props.askWaiter.grantArm(this.streaming.function);
+    }
     for (const door of [this.streaming.function, this.buffered.function]) {
       props.store.grantRecord(door);
       props.threadQueue.grantSend(door);

@@ -157,12 +157,14 @@ export class FunduqStack extends Stack {
       threadQueue: this.threadQueue,
       dispatcher: this.dispatcher.function.function,
       askWaiter: this.askWaiter,
+      ...(settings.agentFunctions ? { agentFunctions: settings.agentFunctions } : {}),
+      relayAtDoor: settings.relayAtDoor,
       adminToken,
       ...(consoleReadToken ? { consoleReadToken } : {}),
       auth: this.apiAuth(settings),
       stageName: settings.stageName,
       logRetention,
-      environment: { ...gatewayEnvironment, ...pushEnvironment },
+      environment: { ...gatewayEnvironment, ...pushEnvironment, ...toEnvironment({ relayAtDoor: DEPLOY_SETTINGS.relayAtDoor }, settings) },
       domain:
         settings.domainName && settings.certificateArn
           ? {

@@ -48,7 +48,8 @@ interface Shape {
   capacity?: Record<string, Capacity>;
   /** Wall time of each dispatch (the dispatcher Lambda's duration), AWS shape only. */
   dispatches: number[];
-  queue: { sends: number; receives: number; deletes: number };
+  /** SQS requests: sends, receives, deletes, and the visibility changes of messages kept for runs their door relays. */
+  queue: { sends: number; receives: number; deletes: number; holds: number };
   close(): Promise<void>;
 }
 
@@ -71,7 +72,7 @@ async function startLocal(store: LocalStoreKind, apiKeys?: ApiKeys, traceTo?: st
     link: local.link,
     stores: { gateway: local.store as unknown as DynamoStore },
     dispatches: [],
-    queue: { sends: 0, receives: 0, deletes: 0 },
+    queue: { sends: 0, receives: 0, deletes: 0, holds: 0 },
     close: () => local.close(),
   };
 }
@@ -128,7 +129,7 @@ async function startAwsShape(): Promise<Shape> {
   // an in-process FIFO per thread stands in for SQS FIFO, and the ask timer is never armed.
   const env = { [ENV.runsTable]: TABLES.runs, [ENV.runEventsTable]: TABLES.runEvents, [ENV.threadQueueLimit]: '8' };
   const timer: AskTimer = { arm: async () => {}, disarm: async () => {} };
-  const counts = { sends: 0, receives: 0, deletes: 0 };
+  const counts = { sends: 0, receives: 0, deletes: 0, holds: 0 };
   const dispatches: number[] = [];
   const fifo = new InProcessThreadQueue();
   const dispatcherStore = createStore({ env, clients: { dynamodb: dispatcherClient } });
@@ -151,17 +152,24 @@ async function startAwsShape(): Promise<Shape> {
     },
     // An interjection is an asynchronous Lambda invoke on AWS; no scenario sends one.
     dispatchBeside: (message) => fifo.dispatchBeside(message),
-    release: () => fifo.release(),
+    // A run its door relayed lets go of the message its dispatcher kept for it.
+    async release() {
+      counts.deletes += 1;
+    },
     redeliver: () => fifo.redeliver(),
   };
-  const app = doorsApp({ env, clients: { dynamodb: doorsClient }, store: doorsStore, timer, queue: doorsQueue, clock, ids });
+  // The streaming doors relay runs on idle threads (relayAtDoor, on by default), as the handler wires them.
+  const doorRelay = { keep: (work: Promise<unknown>) => void work.catch(() => undefined), deadline: () => undefined };
+  const app = doorsApp({ env, clients: { dynamodb: doorsClient }, store: doorsStore, timer, queue: doorsQueue, clock, ids, doorRelay });
   fifo.start(async (runId, delivery) => {
-    // The event source mapping receives the message, the function runs, and a success deletes it.
+    // The event source mapping receives the message, the function runs, and a success deletes it;
+    // a message kept for a run its door relays has its visibility changed, and the run's settle deletes it.
     counts.receives += 1;
     const startedAt = performance.now();
-    await dispatcher.dispatchRun(runId, delivery);
+    const result = await dispatcher.dispatchRun(runId, { ...delivery, receipt: `receipt-${runId}` });
     dispatches.push(performance.now() - startedAt);
-    counts.deletes += 1;
+    if (result === 'held_at_door') counts.holds += 1;
+    else counts.deletes += 1;
   });
   const server = await new Promise<Server>((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s as Server));

@@ -54,10 +54,13 @@ export async function awsFirstEvent(bench: Bench): Promise<Row[]> {
   const runs = bench.quick ? 6 : 20;
   const modeled = await measure(bench, runs, true);
   const bare = await measure(bench, runs, false);
+  // The design before the doors relayed runs on idle threads, in the same model: what relaying at the door bought.
+  const queuedOnly = await measure(bench, runs, true, false);
   const note = "every AWS call, queue hand-off and API request waits a region's median (test/support/aws-box/latency.ts); the agent on loopback";
   const base = { scenario: 14, name: NAME, unit: 'ms' };
   const ref = (samples: number[]) => spread(samples).median;
   const atOnce = 'the same box answering every AWS call at once (diagnostic)';
+  const relayless = 'the same model with no run relayed at its door, relayAtDoor false (diagnostic)';
   return [
     row({ ...base, note, metric: `added time to first event, a run on an idle thread, p50 of ${runs}`, reference: ref(modeled.refs.idle), referenceIs: 'the agent read straight', target: '≤ 150 ms' }, spread(modeled.idle), (v) => v <= 150),
     row(
@@ -69,11 +72,15 @@ export async function awsFirstEvent(bench: Bench): Promise<Row[]> {
     row({ ...base, metric: `${atOnce}: added time to first event, idle thread`, reference: ref(bare.refs.idle), referenceIs: 'the agent read straight', target: null }, spread(bare.idle)),
     row({ ...base, metric: `${atOnce}: added time to first event, queued behind another`, reference: ref(bare.refs.queued), referenceIs: 'a caller re-running straight at the agent', target: null }, spread(bare.queued)),
     row({ ...base, metric: `${atOnce}: added latency per event`, reference: ref(bare.refs.perEvent), referenceIs: 'the agent read straight', target: null }, spread(bare.perEvent)),
+    row({ ...base, metric: `${relayless}: added time to first event, idle thread`, reference: ref(queuedOnly.refs.idle), referenceIs: 'the agent read straight', target: null }, spread(queuedOnly.idle)),
+    row({ ...base, metric: `${relayless}: added latency per event`, reference: ref(queuedOnly.refs.perEvent), referenceIs: 'the agent read straight', target: null }, spread(queuedOnly.perEvent)),
   ];
 }
 
-async function measure(bench: Bench, runs: number, modeled: boolean): Promise<Figures> {
-  const box = await AwsBox.start({ context: BOX_CONTEXT, ...(modeled ? { latency: REGION_LATENCY } : {}) });
+async function measure(bench: Bench, runs: number, modeled: boolean, relayAtDoor = true): Promise<Figures> {
+  const context = relayAtDoor ? BOX_CONTEXT : { ...BOX_CONTEXT, relayAtDoor: 'false' };
+  const box = await AwsBox.start({ context, ...(modeled ? { latency: REGION_LATENCY } : {}) });
+  const label = `${modeled ? 'modeled' : 'at once'}${relayAtDoor ? '' : ', relayAtDoor false'}`;
   try {
     for (const [id, plan] of [['short', SHORT], ['hold', HOLD], ['paced', PACED]] as const) {
       const put = await box.admin('PUT', `agents/${id}`, { url: `${bench.agentUrl}/agui?${scriptQuery(plan)}`, description: `bench: ${plan.events} events every ${plan.intervalMs} ms` });
@@ -125,7 +132,7 @@ async function measure(bench: Bench, runs: number, modeled: boolean): Promise<Fi
       perEvent.push(percentile(t.latencies!, 50) - percentile(d.latencies!, 50));
       refs.perEvent.push(percentile(d.latencies!, 50));
       bench.log(
-        `  ${modeled ? 'modeled' : 'at once'}, rep ${rep + 1}: first event added p50 ${idle.at(-1)!.toFixed(1)} ms on an idle thread (direct ${refs.idle.at(-1)!.toFixed(1)} ms), ` +
+        `  ${label}, rep ${rep + 1}: first event added p50 ${idle.at(-1)!.toFixed(1)} ms on an idle thread (direct ${refs.idle.at(-1)!.toFixed(1)} ms), ` +
           `${queued.at(-1)!.toFixed(1)} ms queued behind a run (hand-off p50 ${percentile(gaps, 50).toFixed(1)} ms, a caller re-running straight ${refs.queued.at(-1)!.toFixed(1)} ms), ` +
           `per event added p50 ${perEvent.at(-1)!.toFixed(1)} ms`,
       );

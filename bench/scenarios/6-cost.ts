@@ -21,7 +21,7 @@ interface Usage {
   usage: Record<string, StoreUsage>;
   capacity: Record<string, Capacity>;
   dispatches: number[];
-  queue: { sends: number; receives: number; deletes: number };
+  queue: { sends: number; receives: number; deletes: number; holds: number };
 }
 
 /** Per run, over one wave. */
@@ -169,7 +169,7 @@ export async function costModel(bench: Bench): Promise<CostModel> {
       for (const problem of reads.map((read) => runProblem(read, plan.events)).filter(Boolean)) bench.log(`  error: ${problem}`);
       const delta = (key: keyof StoreUsage) => (sum(after.usage, key) - sum(before.usage, key)) / perWave;
       const consumed = (key: keyof Capacity) => (sumCapacity(after.capacity, key) - sumCapacity(before.capacity, key)) / perWave;
-      const queue = (u: Usage) => u.queue.sends + u.queue.receives + u.queue.deletes;
+      const queue = (u: Usage) => u.queue.sends + u.queue.receives + u.queue.deletes + u.queue.holds;
       const figures: WaveFigures = {
         writeRequests: delta('writeRequests'),
         writeUnits: delta('writeUnits'),

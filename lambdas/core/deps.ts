@@ -5,7 +5,7 @@ import type { LinkProvider, Tenant } from './model.js';
 import type { TenantRetention } from './retention/policy.js';
 import { agentForDispatch, Recent, RecentAgents } from './recent-agents.js';
 import { DEFAULT_LINK_SETTINGS, type CoreSettings, type LinkSettings } from './settings.js';
-import type { ActorProofs, AskTimer, ChangeFeed, Clock, IdSource, LinkChannels, LinkedProvider, LinkKeys, LinkRoster, LinkTimer, Provider, RunStore, StreamRules, ThreadQueue } from './ports.js';
+import type { ActorProofs, AskTimer, ChangeFeed, Clock, DoorRelay, IdSource, LinkChannels, LinkedProvider, LinkKeys, LinkRoster, LinkTimer, Provider, RunStore, StreamRules, ThreadQueue } from './ports.js';
 import { UNOBSERVED, type RunLife } from './run-life.js';
 
 /** Everything the use cases reach the world through. */
@@ -20,6 +20,8 @@ export interface CoreDeps {
   link?: LinkDeps;
   /** Actor chains' and bound threads' signatures, with funduq's identity key; absent, a request with a chain is refused. */
   proofs?: ActorProofs;
+  /** Where a door relays a run it admitted on an idle thread itself (`claimAtDoor`, `relayAtDoor`); absent, the thread queue hands every run to a dispatcher. */
+  doorRelay?: DoorRelay;
   /** The rules every agent's stream is held to: the stock AG-UI client's. */
   rules: StreamRules;
   clock: Clock;

@@ -34,6 +34,8 @@ export interface DispatchOptions {
   deadline?: () => number | undefined;
   /** The context its thread-queue message carried (the run's), which the dispatch's own moment (`RunLife.dispatched`) carries. */
   context?: RunContext;
+  /** Dispatched by the door that admitted it, under the lease the door took before the run was queued (`claimAtDoor`). */
+  atDoor?: RunHold;
 }
 
 /**
@@ -57,6 +59,8 @@ export async function dispatchRun(core: Core, runId: string, options: DispatchOp
 
 async function dispatchOnce(core: Core, runId: string, options: DispatchOptions): Promise<DispatchResult> {
   const beside = options.beside ?? false;
+  // A door runs the run only if it is first to it: anything else is a dispatcher's to sort out.
+  if (options.atDoor) return (await startDispatch(core, runId, options)) ?? 'skipped';
   // The common case is a queued run: it is marked running first, and read only when that fails.
   if (!beside) {
     const started = await startDispatch(core, runId, options);
@@ -126,7 +130,19 @@ async function startDispatch(core: Core, runId: string, options: DispatchOptions
   try {
     // The lease first: a dispatcher that dies between the two writes leaves a queued run with a
     // lapsing lease, whose message the sweep delivers again, rather than a running run with none.
-    if (core.settings.lease) hold = await RunHold.take(core, runId, options.receipt, core.settings.lease, () => stop.abort(new LeaseLost(runId)));
+    const lost = () => stop.abort(new LeaseLost(runId));
+    if (options.atDoor) {
+      hold = options.atDoor;
+      hold.whenLost = lost;
+      if (hold.lost) lost();
+    } else if (core.settings.lease) {
+      const by = { receipt: options.receipt, door: false };
+      hold = await RunHold.take(core, runId, by, core.settings.lease, lost);
+      // Refused, a door holds the lease: the one that admitted the run relays it, and this
+      // dispatcher keeps its message for it; an earlier attempt's, which the run does not name, goes.
+      if (!hold && (await endStaleDoorLease(core, runId))) hold = await RunHold.take(core, runId, by, core.settings.lease, lost);
+      if (!hold) return await keepForDoor(core, runId, options.receipt);
+    }
     run = await core.ledger.start(runId, options.receipt);
     if (!run) {
       // Not queued any more. A dispatch stalled past its lapse finds its lease another's: the
@@ -197,6 +213,37 @@ async function handOffLinked(core: Core, run: Run, agent: Agent, options: Dispat
   } finally {
     watch.close();
   }
+}
+
+/**
+ * A door's lease on a run that does not name its holder: taken by an attempt of the run's request
+ * whose door died before recording the run (the run was recorded by a later attempt, which took
+ * no lease). It is ended, only as read, so the run goes on with a dispatcher. True when it was.
+ */
+async function endStaleDoorLease(core: Core, runId: string): Promise<boolean> {
+  const [lease, run] = await Promise.all([core.store.leases.get(runId), core.store.runs.get(runId)]);
+  if (!lease?.door || !run || run.atDoor === lease.receipt) return false;
+  return core.store.leases.end(runId, { until: lease.until, ...(lease.receipt !== undefined ? { receipt: lease.receipt } : {}) });
+}
+
+/**
+ * A message whose run its door relays (the door's lease refused this dispatcher's): the run takes
+ * the message's receipt, which its settle lets go, and the dispatcher keeps it in flight until
+ * then, so the thread's next run waits. `skipped` when the run settled first: the message may go.
+ * A door that dies leaves its lease to lapse, and the sweep finds the receipt on the run.
+ */
+async function keepForDoor(core: Core, runId: string, receipt: string | undefined): Promise<DispatchResult> {
+  if (receipt === undefined) return 'skipped';
+  for (let found = await core.store.runs.get(runId); found && !isTerminal(found.status); found = await core.store.runs.get(runId)) {
+    if (!(await core.store.runs.transition(runId, [found.status], { status: found.status, receipt }))) continue;
+    // A sweep that ended the door's lapsed lease meanwhile may have read the run before the receipt
+    // was on it, and delivers nothing again: the message is made visible here, for the next
+    // receive to run the run (never this one, which a sweep's redelivery would fail beside it).
+    if ((await core.store.leases.get(runId))?.door) return 'held_at_door';
+    await core.queue.redeliver(receipt);
+    return 'redelivered';
+  }
+  return 'skipped';
 }
 
 /** A link run takes the message it came in again; `skipped` when it settled first (the message may go). */

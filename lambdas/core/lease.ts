@@ -26,6 +26,8 @@ export class LeaseLost extends RunFailure {
  */
 export class RunHold {
   lost = false;
+  /** What losing the lease stops: the relay of the dispatch that holds it (a door's hold is taken before its relay begins). */
+  whenLost: () => void;
   private renewedAt: number;
   private stopTimer: (() => void) | undefined;
   private ended = false;
@@ -33,19 +35,30 @@ export class RunHold {
   private constructor(
     private readonly deps: { store: RunStore; clock: Clock },
     private readonly runId: string,
-    /** The delivery this dispatch came in: its renewals and its end touch only the lease it took, never a later delivery's. */
-    private readonly receipt: string | undefined,
+    /** The delivery this dispatch came in (or a door's own name): its renewals and its end touch only the lease it took, never a later delivery's. */
+    readonly receipt: string | undefined,
     private readonly settings: LeaseSettings,
-    private readonly onLost: () => void,
+    onLost: () => void,
   ) {
+    this.whenLost = onLost;
     this.renewedAt = deps.clock.now();
     this.arm();
   }
 
-  /** Takes the run's lease (a redelivery's takes over the one before: that dispatch is gone). */
-  static async take(deps: { store: RunStore; clock: Clock }, runId: string, receipt: string | undefined, settings: LeaseSettings, onLost: () => void): Promise<RunHold> {
-    await deps.store.leases.take({ runId, until: deps.clock.now() + settings.lapseMs, ...(receipt !== undefined ? { receipt } : {}) });
-    return new RunHold(deps, runId, receipt, settings, onLost);
+  /**
+   * Takes the run's lease (a redelivery's takes over the one before: that dispatch is gone);
+   * undefined when a door holds it, or, for a door (`door`), when anyone does.
+   */
+  static async take(
+    deps: { store: RunStore; clock: Clock },
+    runId: string,
+    by: { receipt: string | undefined; door: boolean },
+    settings: LeaseSettings,
+    onLost: () => void,
+  ): Promise<RunHold | undefined> {
+    const { receipt, door } = by;
+    const taken = await deps.store.leases.take({ runId, until: deps.clock.now() + settings.lapseMs, ...(receipt !== undefined ? { receipt } : {}), ...(door ? { door: true as const } : {}) });
+    return taken ? new RunHold(deps, runId, receipt, settings, onLost) : undefined;
   }
 
   /** Before a write of the run's: renews the lease when due; throws `LeaseLost` once the run is no longer this dispatcher's. */
@@ -85,7 +98,7 @@ export class RunHold {
     } else if (!this.lost) {
       this.lost = true;
       this.stop();
-      this.onLost();
+      this.whenLost();
     }
   }
 
@@ -159,9 +172,12 @@ async function settleLapsed(core: Core, lease: RunLease): Promise<{ failed: bool
   if (!(await core.store.leases.end(lease.runId, { until: lease.until }))) return done;
   const run = await core.store.runs.get(lease.runId);
   if (!run) return done;
+  // A door's lease names its holder, not a delivery: the message a dispatcher kept for the run is the one on the run.
+  const delivery = lease.door ? undefined : lease.receipt;
   if (run.status === 'queued') {
-    if (lease.receipt !== undefined) {
-      await core.queue.redeliver(lease.receipt);
+    const receipt = delivery ?? run.receipt;
+    if (receipt !== undefined) {
+      await core.queue.redeliver(receipt);
       done.redelivered = true;
     }
     return done;
@@ -170,13 +186,13 @@ async function settleLapsed(core: Core, lease: RunLease): Promise<{ failed: bool
   if (!isTerminal(run.status) && run.link) return done;
   // Started by a later delivery of its message (whose dispatcher took a lease of its own after
   // this one was ended): the run is that dispatcher's, and failing it would end a live relay.
-  if (!isTerminal(run.status) && lease.receipt !== undefined && run.receipt !== lease.receipt) return done;
+  if (!isTerminal(run.status) && delivery !== undefined && run.receipt !== delivery) return done;
   if (!isTerminal(run.status)) {
     if (!(await core.ledger.abandon(run, 'dispatch_lost', 'the dispatcher running this run was lost (its lease lapsed)'))) return done;
     done.failed = true;
     await auditSystem(core, { tenant: run.tenant, action: 'run.failed_by_sweep', target: `run:${run.runId}`, detail: { reason: 'dispatch_lost', threadId: run.threadId } });
   }
-  const receipt = lease.receipt ?? run.receipt;
+  const receipt = delivery ?? run.receipt;
   if (receipt !== undefined) {
     await core.queue.release(receipt);
     done.released = true;

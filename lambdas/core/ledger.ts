@@ -310,12 +310,14 @@ export class Ledger {
 
   /**
    * A settled run gives back the places it held: its thread's, its tenant's when it took one, and
-   * the thread-queue message a link run held; once, whoever calls.
+   * the thread-queue message a link run held, or a dispatcher kept for a run its door relayed;
+   * once, whoever calls.
    */
   private async giveBack(run: Run): Promise<void> {
     await this.deps.store.threads.releasePlace(run, run.runId, new Date(this.deps.clock.now()).toISOString());
     if (run.tenantPlace) await this.deps.store.tenants.releasePlace(run.tenant, run.runId);
     if (run.link?.hold !== undefined) await this.deps.queue.release(run.link.hold);
+    if (run.atDoor !== undefined && run.receipt !== undefined) await this.deps.queue.release(run.receipt);
   }
 
   /** The ask timer of a run with open asks that expire (armed once per run: a repeat is a no-op). */

@@ -98,8 +98,18 @@ export interface Run {
   /** The request that submitted it, and the credential its caller showed (an id of it): what its audit record names. */
   requestId?: string;
   credentialId?: string;
-  /** The thread-queue delivery its dispatch holds (SQS: the message's receipt handle), let go by a repair once the run settled. */
+  /**
+   * The thread-queue delivery its dispatch holds (SQS: the message's receipt handle), let go by a
+   * repair once the run settled. A run its door relays holds the message a dispatcher received
+   * meanwhile, which the settle lets go.
+   */
   receipt?: string;
+  /**
+   * Relayed by the door that admitted it, on its thread's only place (`claimAtDoor`), not by a
+   * dispatcher: the holder its door's lease names, written as the run is recorded. A door lease
+   * that names another holder is an earlier attempt's, whose door died before recording the run.
+   */
+  atDoor?: string;
   /**
    * What the run carries from its door to its settle for those who watch its life (trace context:
    * `traceparent`, `tracestate`): opaque to funduq, within `run-context.ts`'s limits, never changed.
@@ -380,8 +390,14 @@ export interface RunLease {
   runId: string;
   /** Epoch ms: the lease has lapsed after this. */
   until: number;
-  /** The thread-queue delivery the dispatch came in (an SQS receipt handle), let go when the lease lapses. */
+  /**
+   * The thread-queue delivery the dispatch came in (an SQS receipt handle), let go when the lease
+   * lapses; a door's lease names its holder here instead (`door:<id>`), so its renewals and its end
+   * touch only its own.
+   */
   receipt?: string;
+  /** Held by the door that admitted the run, which relays it itself (its thread was idle): no dispatcher takes it over. */
+  door?: true;
 }
 
 /**

@@ -17,6 +17,7 @@ export type {
   RecordProjections,
   RetentionRecords,
   LeaseAs,
+  Reserved,
   RunLeases,
   RunRecords,
   RunStore,
@@ -40,6 +41,18 @@ export interface ThreadMessage {
   threadId: string;
   runId: string;
   context?: RunContext;
+}
+
+/**
+ * A door function that relays, itself, a run it admitted on an idle thread (AWS: the streaming
+ * doors), so the run's first event does not wait on the thread queue's hand-off nor its events on
+ * the readers' polls. `keep` keeps the function alive until the work ends (its caller's stream may
+ * end first); `deadline` is when the run must have ended (epoch ms): the function's own end less
+ * the time to settle.
+ */
+export interface DoorRelay {
+  keep(work: Promise<unknown>): void;
+  deadline(): number | undefined;
 }
 
 /**

@@ -44,7 +44,7 @@ export interface ProviderCallScope {
  * the same message, which took this one's lease over while this one was stalled; the run and the
  * message are that delivery's, and this one leaves both.
  */
-export type DispatchResult = 'ran' | 'handed_off' | 'skipped' | 'dispatch_lost' | 'missing' | 'queued_as_next' | 'superseded';
+export type DispatchResult = 'ran' | 'handed_off' | 'held_at_door' | 'redelivered' | 'skipped' | 'dispatch_lost' | 'missing' | 'queued_as_next' | 'superseded';
 
 /** How a dispatch of a thread-queue message went: its result, or what it threw (the message comes again). */
 export type Dispatched = RunRef & ({ result: DispatchResult; error?: undefined } | { result?: undefined; error: unknown });

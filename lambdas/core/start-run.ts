@@ -11,6 +11,9 @@ import { itemBytes, MAX_ITEM_BYTES, RUN_END_ROOM_BYTES, storableProblem } from '
 import { openAsks } from './outcome.js';
 import { callerInput, sameInput } from './run-input.js';
 import { admitBudget } from './budgets.js';
+import { claimAtDoor, relayAtDoor } from './dispatch-at-door.js';
+import type { RunHold } from './lease.js';
+import type { Reserved } from './ports.js';
 import { admitRun, withdraw } from './tenant-limits.js';
 import { isExpired, tenantRule } from './retention/expiry.js';
 import { isoNow } from './time.js';
@@ -32,6 +35,8 @@ export interface StartedRun {
   run: Run;
   /** True when the runId named a run that already existed with the same input. */
   attached: boolean;
+  /** The run held its thread's only place (no run before it waits or runs), and its door took its lease to relay it (`claimAtDoor`). */
+  atDoor?: RunHold;
 }
 
 /** What the record says of where a run lands, read once by whoever starts it. */
@@ -266,6 +271,7 @@ export async function startLanded(core: Core, given: StartRunRequest, place: Pla
   // Not waited for: the caller's stream starts at once (a note left behind is the sweep's, which
   // finds its run recorded and only deletes it).
   void core.store.arrivals.forget(runId).catch(() => undefined);
+  if (started.ok && started.value.atDoor) relayAtDoor(core, started.value.run, started.value.atDoor);
   return started;
 }
 
@@ -345,7 +351,7 @@ async function land(core: Core, request: AdmittedRequest, place: Place, landing:
     // A thread this request created holds its first run's place already: nothing waits or runs on it.
     if (thread.value.opened) {
       undo.push(() => core.store.threads.abandon(thread.value, input.runId));
-      return await accept(core, request, thread.value.arrivals, { rootRunId: input.runId });
+      return await accept(core, request, place.agent, { arrival: thread.value.arrivals, alone: true }, { rootRunId: input.runId });
     }
     switch (landing.kind) {
       case 'answer': {
@@ -356,25 +362,26 @@ async function land(core: Core, request: AdmittedRequest, place: Place, landing:
           undo.push(() => core.ledger.reopenAsks(landing.waiting.runId, landing.closing));
           core.life.answered?.(closed, { runId: input.runId, askIds: Object.keys(landing.closing) });
         }
-        const arrival = await core.store.threads.reserveArrival(landing.waiting, input.runId, undefined);
+        const reserved = await core.store.threads.reserveArrival(landing.waiting, input.runId, undefined);
         undo.push(() => core.store.threads.releasePlace(landing.waiting, input.runId));
-        return await accept(core, request, arrival ?? 0, lineageOf(input, landing));
+        return await accept(core, request, place.agent, reserved ?? { arrival: 0, alone: false }, lineageOf(input, landing));
       }
       case 'interjection': {
         // Dispatched at once beside the running run it names: it takes a place but does not wait for one.
-        const arrival = await core.store.threads.reserveArrival(landing.target, input.runId, undefined);
+        const reserved = await core.store.threads.reserveArrival(landing.target, input.runId, undefined);
         undo.push(() => core.store.threads.releasePlace(landing.target, input.runId));
-        return await accept(core, request, arrival ?? 0, lineageOf(input, landing));
+        // Never alone: it joins the run it names, outside the thread's order.
+        return await accept(core, request, place.agent, { arrival: reserved?.arrival ?? 0, alone: false }, lineageOf(input, landing));
       }
       case 'ordinary': {
         // Places count runs not yet settled, so a thread holds one running run plus `threadQueueLimit` queued.
         const limit = core.settings.threadQueueLimit;
-        const arrival = await core.store.threads.reserveArrival(thread.value, input.runId, limit + 1);
-        if (arrival === undefined) {
+        const reserved = await core.store.threads.reserveArrival(thread.value, input.runId, limit + 1);
+        if (reserved === undefined) {
           return refuse('thread_queue_full', `thread "${thread.value.threadId}" already has ${limit} runs waiting`);
         }
         undo.push(() => core.store.threads.releasePlace(thread.value, input.runId));
-        return await accept(core, request, arrival, lineageOf(input, landing));
+        return await accept(core, request, place.agent, reserved, lineageOf(input, landing));
       }
     }
   } catch (error) {
@@ -434,14 +441,25 @@ async function refuseAnswer(core: Core, waiting: Run): Promise<Result<StartedRun
   return refuse('no_open_ask', 'the asks this input answers were already answered or closed');
 }
 
-async function accept(core: Core, request: AdmittedRequest, arrival: number, lineage: Lineage): Promise<Result<StartedRun>> {
+async function accept(core: Core, request: AdmittedRequest, agent: Agent, reserved: Reserved, lineage: Lineage): Promise<Result<StartedRun>> {
   const { input } = request;
-  const run = draftRun(core, request, arrival, lineage);
-  if (!(await core.ledger.queue(run))) {
+  const drafted = draftRun(core, request, reserved.arrival, lineage);
+  // Taken before the run is queued, so no dispatcher that receives its message runs it beside the door.
+  const atDoor = reserved.alone ? await claimAtDoor(core, input.runId, agent) : undefined;
+  const run: Run = atDoor?.receipt !== undefined ? { ...drafted, atDoor: atDoor.receipt } : drafted;
+  let queued: boolean;
+  try {
+    queued = await core.ledger.queue(run);
+  } catch (error) {
+    await atDoor?.end().catch(() => undefined);
+    throw error;
+  }
+  if (!queued) {
+    await atDoor?.end();
     // The same runId raced in and holds the place this request took (a place is its run id's):
     // nothing to give back; answer as a repeat would.
     const existing = await core.store.runs.get(input.runId);
     return existing ? attach(existing, request, input) : refuse('run_id_conflict', `runId "${input.runId}" is taken`);
   }
-  return ok({ run, attached: false });
+  return ok({ run, attached: false, ...(atDoor ? { atDoor } : {}) });
 }

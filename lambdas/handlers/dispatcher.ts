@@ -12,9 +12,7 @@ import { awsLink } from '../runtimes/link/aws.js';
 import { eachMessage, logger, publishMetrics } from '../runtimes/powertools.js';
 import { createProviders } from '../runtimes/providers.js';
 import { flushing, tracingOf } from '../runtimes/tracing.js';
-
-/** Kept back from the Lambda deadline for settling a run: its closing events and its end. */
-export const SETTLE_MARGIN_MS = 30_000;
+import { SETTLE_MARGIN_MS } from '../runtimes/door-relay.js';
 
 /**
  * One thread-queue message is one run. The handler returns once the run has settled, which
@@ -47,12 +45,14 @@ export function createDispatcher(options: Omit<WiringOptions, 'providers'>) {
       try {
         const result = await gateway.dispatchRun(runId, { ...dispatch, receipt: record.receiptHandle, ...(carried ? { context: carried } : {}) });
         logger.info('run dispatched', { result, receiveCount: record.attributes.ApproximateReceiveCount });
-        // A link run handed off holds its message: kept in flight (its thread waits) and reported
-        // back, so Lambda does not delete it; the run's settle does. Gone already: its run settled.
-        if (result === 'handed_off' && queue instanceof SqsThreadQueue && (await queue.hold(record.receiptHandle))) return 'kept';
+        // A link run handed off, or a run its door relays, holds its message: kept in flight (its
+        // thread waits) and reported back, so Lambda does not delete it; the run's settle does.
+        // Gone already: its run settled.
+        if ((result === 'handed_off' || result === 'held_at_door') && queue instanceof SqsThreadQueue && (await queue.hold(record.receiptHandle))) return 'kept';
         // Its message came again while this dispatch stalled, and that delivery runs the run: the
-        // message is that one's to delete, so this older receive leaves it.
-        if (result === 'superseded') return 'kept';
+        // message is that one's to delete, so this older receive leaves it. Made visible again for
+        // a run whose door's lease went meanwhile: the next receive runs it.
+        if (result === 'superseded' || result === 'redelivered') return 'kept';
       } finally {
         logger.removeKeys(['threadId', 'runId']);
       }

@@ -27,7 +27,8 @@ import { GATEWAY_SETTINGS, readSettings } from './settings.js';
 import { segmentCheck } from '../adapters/crypto/audit-seal.js';
 import { systemClock } from '../adapters/system-clock.js';
 import { logger } from './powertools.js';
-import { PROVIDER_KINDS } from './providers.js';
+import { createProviders, PROVIDER_KINDS } from './providers.js';
+import type { DoorRelay } from '../core/ports.js';
 
 /**
  * What the doors call: the record, the thread queue, the dispatcher (interjections, by an
@@ -54,6 +55,11 @@ function interjectingQueue(env: Environment, clients: Clients) {
 }
 
 export interface DoorsOptions extends Omit<WiringOptions, 'providers'> {
+  /**
+   * The streaming doors relay the runs they admit on idle threads themselves (with the agents'
+   * providers, as the dispatcher has them); the buffered doors hand every run to the thread queue.
+   */
+  doorRelay?: DoorRelay;
   /** Reads a secret by ARN; by default through the AWS Parameters and Secrets extension. */
   readSecret?: (secretId: string) => Promise<string>;
 }
@@ -74,7 +80,11 @@ export function doorsApp(options: DoorsOptions) {
   const build = async () => {
     const linked = await link?.();
     // The doors' subscriptions are callers' readers: quick to a run's first event and to a queued run's start.
-    const { gateway, pushKeys } = createWiring({ polling: READER_POLLING, ...options, ...(linked ? { link: linked.deps, proofs: linked.proofs, auditSeal: linked.seal } : {}) }, { queue: interjectingQueue, timer: stepFunctionsAskTimer });
+    const relaying = options.doorRelay ? { providers: createProviders } : {};
+    const { gateway, pushKeys } = createWiring(
+      { polling: READER_POLLING, ...options, ...relaying, ...(linked ? { link: linked.deps, proofs: linked.proofs, auditSeal: linked.seal } : {}) },
+      { queue: interjectingQueue, timer: stepFunctionsAskTimer },
+    );
     const token = secretArn ? await readSecret(secretArn) : undefined;
     const readTokenArn = options.env[ENV.consoleReadTokenSecretArn];
     const readToken = token !== undefined && readTokenArn ? await readSecret(readTokenArn) : undefined;

@@ -11,7 +11,7 @@ import { recordProjections } from '../core/a2a/task-state.js';
 import { createGateway, type Gateway } from '../core/gateway.js';
 import type { LinkDeps } from '../core/deps.js';
 import { ANONYMOUS, type Principal } from '../core/model.js';
-import type { ActorProofs, AskTimer, Clock, IdSource, LinkedProvider, Provider, ThreadQueue } from '../core/ports.js';
+import type { ActorProofs, AskTimer, Clock, DoorRelay, IdSource, LinkedProvider, Provider, ThreadQueue } from '../core/ports.js';
 import { composeRunLife, type RunLife } from '../core/run-life.js';
 import { telemetryObservers } from '../adapters/otel/observers.js';
 import type { Tracing } from '../adapters/otel/tracing.js';
@@ -83,8 +83,10 @@ export interface WiringOptions {
    * through Powertools' embedded metric format (`defaultObservers`).
    */
   observers?: readonly RunLife[];
-  /** The providers runs are dispatched to: only the dispatcher dispatches. */
+  /** The providers runs are dispatched to: the dispatcher's, and the streaming doors' (which relay runs on idle threads). */
   providers?: (runtime: ProviderRuntime) => Readonly<Record<string, Provider | LinkedProvider>>;
+  /** Where this function relays the runs it admits on idle threads itself (the streaming doors: `DoorRelays`); absent, a dispatcher runs every run. */
+  doorRelay?: DoorRelay;
   /** Over `PUSH_SENDER_SETTINGS`: tests allow their loopback receiver. */
   push?: Partial<PushSenderSettings>;
   /** Another reading of time (tests); the timers stay the machine's. */
@@ -142,6 +144,7 @@ export function createWiring(options: WiringOptions, ports: AwsPorts = {}): { ga
       clock,
       ids,
       ...(options.link ? { link: options.link } : {}),
+      ...(options.doorRelay ? { doorRelay: options.doorRelay } : {}),
       ...(options.proofs ? { proofs: options.proofs } : {}),
       ...(options.auditSeal ? { auditSeal: options.auditSeal } : {}),
       auditLost: (entry, error) => logger.error('audit_write_failed: an audit record of funduq\'s own act was not written; keep it from this line', { error: error as Error, record: entry }),

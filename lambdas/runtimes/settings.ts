@@ -225,6 +225,13 @@ export const DEPLOY_SETTINGS = {
    */
   leaseRenewSeconds: setting({ env: 'FUNDUQ_LEASE_RENEW_SECONDS', context: 'leaseRenewSeconds', read: whole(1, 300), default: 20 }),
   leaseLapseSeconds: setting({ env: 'FUNDUQ_LEASE_LAPSE_SECONDS', context: 'leaseLapseSeconds', read: whole(10, 3600), default: 60 }),
+  /**
+   * A run admitted on an idle thread is relayed by the streaming door that admitted it (its message
+   * is queued all the same, and held for it by a dispatcher): its first event waits for no queue
+   * hand-off and its events for no reader's poll. The streaming doors then invoke agents, as the
+   * dispatcher does. `false`: the thread queue hands every run to a dispatcher.
+   */
+  relayAtDoor: setting({ env: 'FUNDUQ_RELAY_AT_DOOR', context: 'relayAtDoor', read: flag, default: true }),
   /** Receives of a thread-queue message before it goes to the dead-letter queue. */
   maxReceiveCount: setting({ context: 'maxReceiveCount', read: whole(1, 1000), default: 3 }),
   /** Keep the tables when the stack is deleted. */

@@ -209,8 +209,8 @@ const thenTheLapsed = (w: World, a: { before: number }) =>
   );
 
 const leaseCalls: fc.Arbitrary<Call>[] = [
-  both('leases.take', fc.record({ run: runName, until, receipt: fc.option(fc.constantFrom('r1', 'r2'), { nil: undefined }) }), (a, { prefix }) => (side) =>
-    side.leases.take({ runId: prefix + a.run, until: a.until, ...(a.receipt !== undefined ? { receipt: a.receipt } : {}) }),
+  both('leases.take', fc.record({ run: runName, until, receipt: fc.option(fc.constantFrom('r1', 'r2'), { nil: undefined }), door: fc.boolean() }), (a, { prefix }) => (side) =>
+    side.leases.take({ runId: prefix + a.run, until: a.until, ...(a.receipt !== undefined ? { receipt: a.receipt } : {}), ...(a.door ? { door: true as const } : {}) }),
   ),
   both('leases.renew', fc.record({ run: runName, until, receipt: fc.option(fc.constantFrom('r1', 'r2'), { nil: undefined }) }), (a, { prefix }) => (side) =>
     side.leases.renew(prefix + a.run, a.until, a.receipt),

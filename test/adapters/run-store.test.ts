@@ -49,8 +49,10 @@ describe(`${adapter}: threads`, () => {
 
     const results = await Promise.all(Array.from({ length: 100 }, (_, i) => store.threads.reserveArrival(thread, `r${i}`, 8)));
 
-    const reserved = results.filter((arrival): arrival is number => arrival !== undefined);
+    const reserved = results.flatMap((taken) => (taken ? [taken.arrival] : []));
     expect(reserved.sort((a, b) => a - b)).toEqual(range(1, 8));
+    // The thread held no place: the first taken is alone on it, and only that one.
+    expect(results.filter((taken) => taken?.alone).map((taken) => taken!.arrival)).toEqual([1]);
     expect(await store.threads.get(thread)).toMatchObject({ unsettled: 8, arrivals: 8 });
   });
 
@@ -61,7 +63,7 @@ describe(`${adapter}: threads`, () => {
 
     const results = await Promise.all(Array.from({ length: 30 }, (_, i) => store.threads.reserveArrival(thread, `r${i}`, undefined)));
 
-    expect([...results].sort((a, b) => a! - b!)).toEqual(range(1, 30));
+    expect(results.map((taken) => taken!.arrival).sort((a, b) => a - b)).toEqual(range(1, 30));
     expect(await store.threads.get(thread)).toMatchObject({ unsettled: 33, arrivals: 30 });
   });
 
@@ -94,7 +96,7 @@ describe(`${adapter}: threads`, () => {
 
     expect(await store.threads.get(thread)).toMatchObject({ unsettled: 1 });
     expect(await store.threads.placeHolders(thread)).toEqual(['run-2']);
-    expect(await store.threads.reserveArrival(thread, 'run-3', 2)).toBe(3);
+    expect(await store.threads.reserveArrival(thread, 'run-3', 2)).toEqual({ arrival: 3, alone: false });
     expect(await store.threads.reserveArrival(thread, 'run-4', 2)).toBeUndefined();
   });
 
@@ -102,9 +104,9 @@ describe(`${adapter}: threads`, () => {
     const store = await stores.freshStore();
     const thread = aThread({ unsettled: 1, arrivals: 1 });
     await store.threads.create(thread, 'run-1');
-    expect(await store.threads.reserveArrival(thread, 'run-2', 8)).toBe(2);
-    expect(await store.threads.reserveArrival(thread, 'run-2', 8)).toBe(3);
-    expect(await store.threads.reserveArrival(thread, 'run-1', 8)).toBe(4);
+    expect(await store.threads.reserveArrival(thread, 'run-2', 8)).toEqual({ arrival: 2, alone: false });
+    expect(await store.threads.reserveArrival(thread, 'run-2', 8)).toEqual({ arrival: 3, alone: false });
+    expect(await store.threads.reserveArrival(thread, 'run-1', 8)).toEqual({ arrival: 4, alone: false });
     expect(await store.threads.get(thread)).toMatchObject({ unsettled: 2, arrivals: 4 });
   });
 
@@ -155,8 +157,8 @@ describe(`${adapter}: threads of tenants`, () => {
 
     expect(await store.threads.create(acme, 'run-0')).toBe(true);
     expect(await store.threads.create(globex, 'run-0')).toBe(true);
-    expect(await store.threads.reserveArrival(acme, 'a13', 1)).toBe(1);
-    expect(await store.threads.reserveArrival(globex, 'a14', 1)).toBe(1);
+    expect(await store.threads.reserveArrival(acme, 'a13', 1)).toEqual({ arrival: 1, alone: true });
+    expect(await store.threads.reserveArrival(globex, 'a14', 1)).toEqual({ arrival: 1, alone: true });
     await store.runs.create(aRun({ threadId: 'shared', tenant: 'acme', runId: 'run-acme' }));
     await store.runs.create(aRun({ threadId: 'shared', tenant: 'globex', runId: 'run-globex' }));
 
@@ -812,3 +814,24 @@ describe(`${adapter}: agents`, () => {
   });
 });
 
+
+describe(`${adapter}: leases`, () => {
+  it("takes a door's lease only where none is held, and never takes one over for a dispatcher", async () => {
+    const store = await stores.freshStore();
+    // A dispatcher's lease is taken over by a later delivery's dispatcher, never by a door.
+    expect(await store.leases.take({ runId: 'run-1', until: 1_000, receipt: 'first' })).toBe(true);
+    expect(await store.leases.take({ runId: 'run-1', until: 2_000, door: true })).toBe(false);
+    expect(await store.leases.take({ runId: 'run-1', until: 3_000, receipt: 'second' })).toBe(true);
+    expect(await store.leases.get('run-1')).toEqual({ runId: 'run-1', until: 3_000, receipt: 'second' });
+
+    // A door's lease stands against every dispatcher's and every other door's, until it ends.
+    expect(await store.leases.take({ runId: 'run-2', until: 1_000, door: true })).toBe(true);
+    expect(await store.leases.take({ runId: 'run-2', until: 2_000, receipt: 'late' })).toBe(false);
+    expect(await store.leases.take({ runId: 'run-2', until: 2_000, door: true })).toBe(false);
+    expect(await store.leases.get('run-2')).toEqual({ runId: 'run-2', until: 1_000, door: true });
+    expect(await store.leases.renew('run-2', 5_000)).toBe(true);
+    expect(await store.leases.lapsed(6_000, 10)).toEqual([{ runId: 'run-1', until: 3_000, receipt: 'second' }, { runId: 'run-2', until: 5_000, door: true }]);
+    expect(await store.leases.end('run-2')).toBe(true);
+    expect(await store.leases.take({ runId: 'run-2', until: 7_000, receipt: 'next' })).toBe(true);
+  });
+});

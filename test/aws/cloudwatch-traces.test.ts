@@ -5,7 +5,8 @@ import { runInput } from '../support/aws-box/run-input.js';
 import { BOX_CONTEXT, useAwsBox } from '../support/aws-box/box.js';
 import { readSse } from '../support/gateway.js';
 
-const aws = useAwsBox({ context: { ...BOX_CONTEXT, otlpCloudWatch: 'true' } });
+// The door and the dispatcher each export: a thread's first run is the dispatcher's here (relayAtDoor false).
+const aws = useAwsBox({ context: { ...BOX_CONTEXT, otlpCloudWatch: 'true', relayAtDoor: 'false' } });
 
 describe("traces sent to CloudWatch's OTLP endpoint", { timeout: 120_000 }, () => {
   it('reach it from the door and the dispatcher, each export signed with SigV4 by its function’s role, in the caller’s trace', async () => {

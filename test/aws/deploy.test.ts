@@ -15,7 +15,8 @@ import { recordBreaks } from '../support/record-invariants.js';
  * carries, what the platform does when a dispatch is throttled or a dispatcher dies, and the box's
  * own IAM check.
  */
-const aws = useAwsBox();
+// A thread's first run is the dispatcher's here (relayAtDoor false): its death, its message's return and its dead letter are what this file kills.
+const aws = useAwsBox({ context: { ...BOX_CONTEXT, relayAtDoor: 'false' } });
 
 beforeAll(async () => {
   expect((await aws.box.admin('PUT', 'agents/demo', { provider: 'demo', description: 'the demo agent' })).status).toBe(201);

@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { describe, expect, it } from 'vitest';
 import { runInput } from '../support/aws-box/run-input.js';
-import { useAwsBox, type AwsBox } from '../support/aws-box/box.js';
+import { BOX_CONTEXT, useAwsBox, type AwsBox } from '../support/aws-box/box.js';
 import { eventually, Gate } from '../support/core-harness.js';
 import { readSse } from '../support/gateway.js';
 import { startHeldAgent } from '../support/held-agent.js';
@@ -19,7 +19,8 @@ import { recordBreaks } from '../support/record-invariants.js';
  * dispatcher's run fails `dispatch_lost` within its lease's lapse and one sweep period, not at its
  * message's visibility timeout, and a hot run is slowed, not failed.
  */
-const aws = useAwsBox();
+// A thread's first run is the dispatcher's here: no run is relayed at its door (a door that dies relaying one is test/aws/door-relay.test.ts's).
+const aws = useAwsBox({ context: { ...BOX_CONTEXT, relayAtDoor: 'false' } });
 
 /** The stack's defaults: `leaseLapseSeconds` 60, `arrivalSweepMinutes` 5. */
 const LAPSE_MS = 60_000;

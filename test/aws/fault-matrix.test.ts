@@ -29,7 +29,7 @@ import { recordBreaks } from '../support/record-invariants.js';
 // frozen for 21 minutes, which no Lambda function lives through. So here a lease lapses after an
 // hour, and what the matrix kills is what it tests; a dispatcher's lease and its lapse are
 // test/aws/dispatcher.test.ts's, with the stack's defaults.
-const aws = useAwsBox({ context: { ...BOX_CONTEXT, leaseLapseSeconds: '3600' } });
+const aws = useAwsBox({ context: { ...BOX_CONTEXT, leaseLapseSeconds: String(3_600) } });
 
 beforeAll(async () => {
   expect((await aws.box.admin('PUT', 'agents/demo', { provider: 'demo', description: 'the demo agent' })).status).toBe(201);
@@ -199,9 +199,9 @@ function dispatched(box: AwsBox, runId: string): boolean {
   return !threadQueue(box).messages.some((m) => m.body.includes(runId)) && box.lambda.busy('dispatcher') === 0;
 }
 
-async function killedAt(box: AwsBox, flow: Flow, caller: string, target: Target): Promise<void> {
+async function killedAt(box: AwsBox, flow: Flow, caller: string, target: Target, variant?: string): Promise<void> {
   const input = await flow(box);
-  const row: Row = { flow: flow === answer ? 'answer' : 'run', caller, call: labelOf(target), killed: false };
+  const row: Row = { flow: `${flow === answer ? 'answer' : 'run'}${variant ? ` (${variant})` : ''}`, caller, call: labelOf(target), killed: false };
   const at = `${row.flow} (${caller}) at ${row.call}`;
   matrix.push(row);
   await onlyTheCase(box, at, caller);
@@ -213,10 +213,15 @@ async function killedAt(box: AwsBox, flow: Flow, caller: string, target: Target)
       // A warm environment makes fewer calls (its caches): a run may end before its nth call. The
       // dispatcher goes on after its caller's stream ended (the rest of its settle), so its calls
       // are over only once it returned.
-      const over = () => answered && (caller !== 'dispatcher' || dispatched(box, input.runId));
+      // A door that relays its run goes on after its caller's stream too: its calls are over once it returned.
+      const over = () => answered && (caller !== 'dispatcher' ? box.lambda.running(caller).length === 0 : dispatched(box, input.runId));
       await eventually(() => expect(row.killed || over()).toBe(true), 30_000);
       disarm();
-      if (caller !== 'dispatcher') {
+      // A door that died holding the run's lease (it relays a run on an idle thread) leaves the
+      // run to the lease's lapse, which the clock's move below passes: the sweep fails the run
+      // `dispatch_lost` if the door had started it, and has a dispatcher run it if not.
+      const leftToLapse = caller !== 'dispatcher' && row.killed && (await box.lease(input.runId))?.door === true;
+      if (caller !== 'dispatcher' && !leftToLapse) {
         // A door that died after its run was queued leaves that run to a live dispatcher: it must
         // be done before the clock passes the visibility timeout, or its message comes back while
         // it runs (the box's clock is not its functions' elapsed time) and a second dispatch, finding
@@ -320,6 +325,26 @@ async function killedAtEachCall(box: AwsBox, flow: string, caller: string, prepa
 /** Past the sweep's bound: a request noted more than the doors' timeout and a minute ago, and the schedule's next firing (every 5 minutes). */
 const SWEEP_BOUND_MS = (16 + 5) * 60_000 + 1_000;
 
+/** How an A2A case ends whose door died relaying its run. */
+const LOST_TASK = 'TASK_STATE_FAILED (dispatch_lost)';
+
+/** The lease's lapse in this file's box (`leaseLapseSeconds`). */
+const LEASE_LAPSE_MS = 3_600_000;
+
+/** Moves the box's clock by `ms` and waits for the schedule's sweep that follows. */
+async function sweepPast(box: AwsBox, ms: number): Promise<void> {
+  const sweeps = box.schedules.invocations.length;
+  box.clock.advance(ms);
+  await eventually(() => expect(box.schedules.invocations.length).toBeGreaterThan(sweeps), 30_000);
+}
+
+/** Runs not settled under the lease of a door that took it to relay them (and died). */
+async function doorLeased(box: AwsBox): Promise<string[]> {
+  const queued = (await box.record()).runs.filter((run) => !isTerminal(run.status) && run.atDoor !== undefined);
+  const leased = await Promise.all(queued.map(async (run) => ((await box.lease(run.runId))?.door ? run.runId : undefined)));
+  return leased.filter((runId): runId is string => runId !== undefined);
+}
+
 /** The ask waiter's first retry of a failed expirer (lib/ask-waiter.ts: 5 s). */
 const EXPIRER_RETRY_MS = 5_000;
 
@@ -388,18 +413,29 @@ async function heldRun(box: AwsBox, definition: Record<string, unknown> = {}) {
   const agentId = `held-${randomUUID()}`;
   expect((await box.admin('PUT', `agents/${agentId}`, { url: agent.url, description: 'holds its runs', ...definition })).status).toBe(201);
   const target = runInput(`t-${randomUUID()}`, 'long');
-  // The running run's stream is served by a door of its own, which reads on while the case
-  // runs: its calls and its return are not the case's, to count or to kill.
-  const beside = new Set<string>();
-  box.hook = (call) => {
-    if (call.caller === 'doors-stream' && call.environment !== undefined) beside.add(call.environment);
-    return 'serve';
-  };
+  // A door still at work on the case before (the rest of a settle of a run it relayed) would be
+  // taken for this run's door.
+  await onlyTheCase(box, 'a held run', 'doors-stream');
   const running = run(box, target, agentId);
   await eventually(() => expect(agent.received).toHaveLength(1), 20_000);
-  box.hook = () => 'serve';
+  // The running run's stream is served by a door of its own, which reads on (and relays the run)
+  // while the case runs: its calls and its return are not the case's, to count or to kill. No
+  // other door is at work (above), so it is the one running now.
+  const beside = new Set(box.lambda.running('doors-stream'));
+  expect(beside.size).toBe(1);
   return { agent, agentId, target, running, beside };
 }
+
+// Runs the stack's dispatcher relays: with no run relayed at a door, a thread's first run is the dispatcher's.
+describe("the dispatcher's flow, its function killed at each AWS call in turn and just after its last", { timeout: 300_000 }, () => {
+  const relayless = useAwsBox({ context: { ...BOX_CONTEXT, leaseLapseSeconds: '3600', relayAtDoor: 'false' } });
+
+  it('leaves nothing stranded when the dispatcher dies at any of its calls', async () => {
+    const { box } = relayless;
+    expect((await box.admin('PUT', 'agents/demo', { provider: 'demo', description: 'the demo agent' })).status).toBe(201);
+    for (const target of targets(await callsOf(box, 'dispatcher', firstRun))) await killedAt(box, firstRun, 'dispatcher', target);
+  });
+});
 
 describe('each flow, its function killed at each AWS call in turn and just after its last', { timeout: 300_000 }, () => {
   it('deletes a thread retention ended once, under one record, and leaves nothing stranded, when the sweep dies at any of its calls', async () => {
@@ -449,9 +485,9 @@ describe('each flow, its function killed at each AWS call in turn and just after
     for (const target of targets(await callsOf(box, 'doors-stream', firstRun))) await killedAt(box, firstRun, 'doors-stream', target);
   });
 
-  it('leaves nothing stranded when the dispatcher dies at any of its calls', async () => {
+  it('leaves nothing stranded when the dispatcher dies at any of its calls, keeping a message for the run its door relays', async () => {
     const { box } = aws;
-    for (const target of targets(await callsOf(box, 'dispatcher', firstRun))) await killedAt(box, firstRun, 'dispatcher', target);
+    for (const target of targets(await callsOf(box, 'dispatcher', firstRun))) await killedAt(box, firstRun, 'dispatcher', target, 'kept');
   });
 
   it('queues a run behind its thread’s running run once, and leaves nothing stranded, when the door dies at any of its calls', async () => {
@@ -583,16 +619,30 @@ describe('each flow, its function killed at each AWS call in turn and just after
         async send({ signal }) {
           sent = await sendIt(signal);
         },
-        // A door that died after its run was queued leaves the run to a live dispatcher: done before the clock moves.
-        settle: () => eventually(() => expect(threadQueue(box).messages.length === 0 && box.lambda.busy('dispatcher') === 0).toBe(true), 30_000),
+        // A door that died after its run was queued leaves the run to a live dispatcher: done before
+        // the clock moves. One that had taken the run's lease to relay it leaves it to the lapse.
+        settle: async () => {
+          const relayed = await doorLeased(box);
+          await eventually(() => expect(threadQueue(box).messages.length === relayed.length && box.lambda.busy('dispatcher') === 0).toBe(true), 30_000);
+        },
+        async repair(at) {
+          await sweepPast(box, SWEEP_BOUND_MS);
+          // Relayed by its door, which died: its lease lapses, and the sweep fails the run
+          // dispatch_lost (or, not started, hands it to a dispatcher).
+          if ((await doorLeased(box)).length === 0) return;
+          await sweepPast(box, LEASE_LAPSE_MS + SWEEP_BOUND_MS);
+          await eventually(async () => expect({ at, relayed: await doorLeased(box), messages: threadQueue(box).messages.length }).toEqual({ at, relayed: [], messages: 0 }), 30_000);
+        },
         async finish(at, signal) {
           // The caller sends the message again (the same messageId): it is taken as the first was, once.
           const task = sent ?? (await sendIt(signal));
-          expect({ at, state: stateName(task?.status?.state) }).toEqual({ at, state: 'TASK_STATE_COMPLETED' });
+          // A door that died relaying the run: its task failed dispatch_lost.
+          const lost = stateName(task?.status?.state) === 'TASK_STATE_FAILED' && (await box.run(task!.id))?.reason === 'dispatch_lost';
+          expect({ at, state: stateName(task?.status?.state) }).toEqual({ at, state: lost ? 'TASK_STATE_FAILED' : 'TASK_STATE_COMPLETED' });
           expect((await client.sendMessage(send(message), { signal }).then(asTask)).id).toBe(task!.id);
           const listed = await client.listTasks({ tenant: '', contextId: task!.contextId, status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined }, { signal });
           expect({ at, tasks: listed.tasks.map((t) => t.id) }).toEqual({ at, tasks: [task!.id] });
-          return stateName(task?.status?.state);
+          return lost ? LOST_TASK : stateName(task?.status?.state);
         },
       };
     });
@@ -617,10 +667,18 @@ describe('each flow, its function killed at each AWS call in turn and just after
     expect(killed('interjection', 'doors-stream')).toEqual(expect.arrayContaining(['dynamodb:PutItem #1', 'dynamodb:UpdateItem #1', 'dynamodb:PutItem #2', 'lambda:InvokeFunction #1', 'dynamodb:DeleteItem #1', last]));
     expect(killed('a2a', 'doors-stream')).toEqual(expect.arrayContaining(['dynamodb:PutItem #1', 'dynamodb:PutItem #2', 'dynamodb:PutItem #3', 'sqs:SendMessage #1', last]));
     expect(killed('run', 'dispatcher')).toEqual(expect.arrayContaining(['dynamodb:UpdateItem #1', 'dynamodb:BatchWriteItem #1', 'dynamodb:UpdateItem #2', 'dynamodb:UpdateItem #3', 'dynamodb:PutItem #1', last]));
+    // The run its door relays: the door's lease, the run's start, its events and its end.
+    expect(killed('run', 'doors-stream')).toEqual(expect.arrayContaining(['dynamodb:PutItem #4', 'dynamodb:UpdateItem #2', 'dynamodb:BatchWriteItem #1', 'dynamodb:UpdateItem #4']));
+    // The dispatcher that receives a message of a run its door relays: the lease refused, the receipt left on the run, the message kept.
+    expect(killed('run (kept)', 'dispatcher')).toEqual(expect.arrayContaining(['dynamodb:PutItem #1', 'dynamodb:UpdateItem #1', last]));
     // Killed mid-run, a run fails dispatch_lost; killed anywhere else, it runs to its end (an ask, to its expiry).
     // The thread read, the mark on it, its deletion's record, the run's events, the run's items, the thread.
     expect(killed('retention', 'sweep')).toEqual(expect.arrayContaining(['dynamodb:GetItem #1', 'dynamodb:UpdateItem #1', 'dynamodb:PutItem #1', 'dynamodb:BatchWriteItem #1', 'dynamodb:BatchWriteItem #2', 'dynamodb:BatchWriteItem #3', last]));
     const success = (flow: string) => (flow === 'a2a' ? 'TASK_STATE_COMPLETED' : flow === 'expiry' ? 'expired' : flow === 'retention' ? 'deleted' : 'RUN_FINISHED');
-    for (const row of matrix) expect([row.flow, row.call, row.ended, row.reason]).toEqual(row.ended === 'RUN_ERROR' ? [row.flow, row.call, 'RUN_ERROR', 'dispatch_lost'] : [row.flow, row.call, success(row.flow), undefined]);
+    // Killed relaying its run (a door, or a dispatcher), a run fails dispatch_lost; killed anywhere else, it runs to its end.
+    const lostAt = (row: Row) => row.ended === 'RUN_ERROR' || row.ended === LOST_TASK;
+    for (const row of matrix) {
+      expect([row.flow, row.call, row.ended, row.reason]).toEqual(lostAt(row) ? [row.flow, row.call, row.ended, row.ended === 'RUN_ERROR' ? 'dispatch_lost' : undefined] : [row.flow, row.call, success(row.flow), undefined]);
+    }
   });
 });

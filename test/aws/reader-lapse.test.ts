@@ -7,9 +7,13 @@ import { readSse } from '../support/gateway.js';
 import { startHeldAgent } from '../support/held-agent.js';
 import { recordBreaks } from '../support/record-invariants.js';
 
-/** The shortest lapse the settings take: the streaming door's reader waits it out in real time. */
+/**
+ * The shortest lapse the settings take: the streaming door's reader waits it out in real time. No
+ * run is relayed at its door here, so the thread's first run is a dispatcher's (a door that dies
+ * relaying one is test/aws/door-relay.test.ts's).
+ */
 const LAPSE_SECONDS = 10;
-const aws = useAwsBox({ context: { ...BOX_CONTEXT, leaseLapseSeconds: String(LAPSE_SECONDS), leaseRenewSeconds: '2' } });
+const aws = useAwsBox({ context: { ...BOX_CONTEXT, leaseLapseSeconds: String(LAPSE_SECONDS), leaseRenewSeconds: '2', relayAtDoor: 'false' } });
 
 describe("a caller's stream of a run whose dispatcher died", { timeout: 120_000 }, () => {
   it('ends dispatch_lost one to two lapses after the death, found by the streaming door itself with no sweep, and the thread’s next run runs', async () => {

@@ -167,7 +167,7 @@ describe('the sweep of requests that died before recording their run', () => {
     const arrival = await base.threads.reserveArrival(h.thread, 'run-2', undefined);
     const target = (await base.runs.get('run-1'))!;
     const { startedAt: _startedAt, ...queued } = target;
-    await base.runs.create({ ...queued, runId: 'run-2', rootRunId: 'run-2', status: 'queued', arrival: arrival!, addressedRunId: 'run-1', input: h.input('also', { runId: 'run-2' }) });
+    await base.runs.create({ ...queued, runId: 'run-2', rootRunId: 'run-2', status: 'queued', arrival: arrival!.arrival, addressedRunId: 'run-1', input: h.input('also', { runId: 'run-2' }) });
     await base.arrivals.note({ runId: 'run-2', tenant: 'anonymous', threadId: 'thread-1', at });
 
     h.clock.advance(BOUND_MS + 1);

@@ -562,12 +562,19 @@ describe('least privilege', () => {
     expect(actionsOf(template, 'stream-handler').filter((a) => a.startsWith('secretsmanager:'))).toEqual(['secretsmanager:GetSecretValue']);
   });
 
-  it('lets the doors stop a run’s execution (answer, cancel), only on that state machine’s executions', () => {
+  it('lets the doors stop a run’s execution (answer, cancel), only on that state machine’s executions; the streaming doors arm one as a run they relay settles with asks', () => {
+    const stops = (door: string, found: Template) => statementsOf(found, door).filter((s) => JSON.stringify(s.Action).includes('states:StopExecution'));
     for (const door of ['doors', 'doors-stream']) {
-      const statements = statementsOf(template, door).filter((s) => JSON.stringify(s.Action).includes('states:'));
+      const statements = stops(door, template);
       expect(statements.map((s) => s.Action)).toEqual(['states:StopExecution']);
       expect(JSON.stringify(statements[0].Resource)).toContain(':execution:');
     }
+    const starts = (door: string, found: Template) => statementsOf(found, door).filter((s) => JSON.stringify(s.Action).includes('states:StartExecution'));
+    expect(starts('doors', template)).toEqual([]);
+    expect(starts('doors-stream', template)).toHaveLength(1);
+    expect(JSON.stringify(starts('doors-stream', template)[0].Resource)).toContain('AskWaiter');
+    // With no run relayed at a door (relayAtDoor false), the streaming doors start nothing.
+    expect(starts('doors-stream', synth({ relayAtDoor: false }).template)).toEqual([]);
   });
 
   it('gives the expirer and the stream handler no queue and no Step Functions', () => {
@@ -635,6 +642,11 @@ describe('least privilege', () => {
       ],
     ]);
     expect(statementsOf(template, 'dispatcher').filter((s) => JSON.stringify(s.Action).includes('lambda:InvokeFunction'))).toEqual([]);
+    // The streaming doors relay runs on idle threads: the same agents, and nothing else of Lambda's but the dispatcher (interjections).
+    const doorInvokes = statementsOf(hosting, 'doors-stream').filter((s) => JSON.stringify(s.Action).includes('lambda:InvokeFunction') && !JSON.stringify(s.Resource).includes('Dispatcher'));
+    expect(doorInvokes.map((s) => s.Resource)).toEqual(invokes.map((s) => s.Resource));
+    const { template: relayless } = synth({ agentFunctions: ['travel-agent'], relayAtDoor: false });
+    expect(statementsOf(relayless, 'doors-stream').filter((s) => JSON.stringify(s.Action).includes('lambda:InvokeFunction') && !JSON.stringify(s.Resource).includes('Dispatcher'))).toEqual([]);
   });
 
   it('lets only the doors read the admin token', () => {

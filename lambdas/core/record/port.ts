@@ -103,6 +103,13 @@ export interface AuditLog {
  * dispatcher and a sweep: a renewal takes only a lease still held, and a sweep ends a lapsed
  * lease (only while it is as listed) before it fails the run, so of the two exactly one goes on.
  */
+/** A place taken on a thread: its arrival number, and whether it is the thread's only place (no run before it waits or runs). */
+export interface Reserved {
+  arrival: number;
+  /** False for a holder that held its place already (a repeat after a crash): whether it was alone then is not known. */
+  alone: boolean;
+}
+
 /** What a lease must still be for a write that names it to apply. */
 export interface LeaseAs {
   until?: number;
@@ -110,8 +117,12 @@ export interface LeaseAs {
 }
 
 export interface RunLeases {
-  /** Takes the run's lease (a redelivery's dispatch takes over the lease of the one before). */
-  take(lease: RunLease): Promise<void>;
+  /**
+   * Takes the run's lease: a dispatcher's takes over the lease of the one before (a redelivery's),
+   * but never a door's (`door`: the door that admitted the run relays it); a door's is taken only
+   * when no lease is held. False when nothing was taken.
+   */
+  take(lease: RunLease): Promise<boolean>;
   /**
    * Moves the lease's end to `until`, only while the lease is held, and with `receipt`, held by
    * that delivery's dispatch (not taken over by a later one); false when it was ended or is another's.
@@ -139,7 +150,7 @@ export interface Threads {
    * held; undefined when the thread is full (nothing written). A place is held by its run's id
    * (`holder`): a holder that holds one already takes a new number and no second place.
    */
-  reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<number | undefined>;
+  reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<Reserved | undefined>;
   /**
    * Gives back the place `holder` holds, if it holds one: a repeat gives nothing back twice. With
    * `at` (a run settled), the thread's last activity moves to then (retention counts from it).

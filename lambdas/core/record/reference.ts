@@ -1,5 +1,5 @@
 import { threadKey, type Budget, type LinkProvider, type MessageClaim, type Run, type RunLease, type RunLink, type RunStatus, type Spend, type Tenant, type Thread, type ThreadRef } from '../model.js';
-import type { AskChanges, LeaseAs, RecordProjections, TaskEntry, TaskIndexQuery, TenantAdmission, TenantLimits } from './port.js';
+import type { AskChanges, LeaseAs, Reserved, RecordProjections, TaskEntry, TaskIndexQuery, TenantAdmission, TenantLimits } from './port.js';
 import { admission, charged, checkPageLimit, checkRunPatch, claimIsFree, closedAsks, crossed, linkMayMove, registrationOf, reopenedAsks, type TenantCounts } from './rules.js';
 
 /**
@@ -30,17 +30,18 @@ export class ReferenceRecord {
       this.threadItems.set(key, { thread: copy(thread), holders: new Set([holder]) });
       return true;
     },
-    reserveArrival: (ref: ThreadRef, holder: string, limit: number | undefined): number | undefined => {
+    reserveArrival: (ref: ThreadRef, holder: string, limit: number | undefined): Reserved | undefined => {
       const item = this.threadItems.get(threadKey(ref));
       if (!item) return undefined;
       // A holder takes a new number on the place it holds; a new one needs room.
-      if (!item.holders.has(holder)) {
+      const fresh = !item.holders.has(holder);
+      if (fresh) {
         if (limit !== undefined && item.thread.unsettled >= limit) return undefined;
         item.holders.add(holder);
         item.thread.unsettled += 1;
       }
       item.thread.arrivals += 1;
-      return item.thread.arrivals;
+      return { arrival: item.thread.arrivals, alone: fresh && item.thread.unsettled === 1 };
     },
     releasePlace: (ref: ThreadRef, holder: string): void => {
       const item = this.threadItems.get(threadKey(ref));
@@ -190,8 +191,11 @@ export class ReferenceRecord {
   };
 
   readonly leases = {
-    take: (lease: RunLease): void => {
+    take: (lease: RunLease): boolean => {
+      const held = this.leaseItems.get(lease.runId);
+      if (held && (held.door || lease.door)) return false;
       this.leaseItems.set(lease.runId, copy(lease));
+      return true;
     },
     renew: (runId: string, until: number, receipt?: string): boolean => {
       const held = this.leaseItems.get(runId);

@@ -20,7 +20,7 @@ import { WebSocketApi } from './websocket-api.js';
 import { Deployment } from './template.js';
 import { DynamoStore, createDynamoStore } from '../../../lambdas/adapters/aws/dynamodb/store/store.js';
 import type { TableNames } from '../../../lambdas/adapters/aws/dynamodb/tables.js';
-import type { Run } from '../../../lambdas/core/model.js';
+import type { Run, RunLease } from '../../../lambdas/core/model.js';
 import { dynamoSnapshot, type RecordSnapshot } from '../record-invariants.js';
 import { recordProjections } from '../../../lambdas/core/a2a/task-state.js';
 
@@ -207,6 +207,11 @@ export class AwsBox {
   /** A run as the runs table holds it now (the DynamoDB adapter's consistent read, past IAM), or undefined. */
   run(runId: string): Promise<Run | undefined> {
     return createDynamoStore({ client: this.dynamodb.client, tables: this.tables(), projections: recordProjections }).runs.get(runId);
+  }
+
+  /** A run's lease as the runs table holds it now (a dispatcher's, or the door's that relays it), or undefined. */
+  lease(runId: string): Promise<RunLease | undefined> {
+    return createDynamoStore({ client: this.dynamodb.client, tables: this.tables(), projections: recordProjections }).leases.get(runId);
   }
 
   /** The record as the tables hold it now, for `recordBreaks`. */

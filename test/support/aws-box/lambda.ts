@@ -58,9 +58,14 @@ interface Invocation {
   id: string;
   event: unknown;
   deadline: number;
+  /** The outcome, to the invocation's caller. */
   resolve(outcome: InvokeOutcome): void;
+  /** The function returned (or its environment ended): the invocation no longer holds its environment. */
+  ended(): void;
   onStream?(request: IncomingMessage, response: ServerResponse): void;
   cancelTimeout?: () => void;
+  /** A streamed response its function ended while it still runs (work after the response): told to the caller already. */
+  answered?: InvokeOutcome;
 }
 
 /** One execution environment: a Node 22 process running one function's bundle, one invocation at a time. */
@@ -188,7 +193,8 @@ export class Environment {
     this.current = undefined;
     this.queued = undefined;
     invocation?.cancelTimeout?.();
-    invocation?.resolve({ ok: false, errorType: 'Runtime.ExitError', errorMessage: reason, payload: JSON.stringify({ errorType: 'Runtime.ExitError', errorMessage: reason }) });
+    if (!invocation?.answered) invocation?.resolve({ ok: false, errorType: 'Runtime.ExitError', errorMessage: reason, payload: JSON.stringify({ errorType: 'Runtime.ExitError', errorMessage: reason }) });
+    invocation?.ended();
     this.waiting?.destroy();
     this.server?.closeAllConnections();
     this.server?.close();
@@ -223,7 +229,8 @@ export class Environment {
     invocation.cancelTimeout?.();
     this.current = undefined;
     if (returned) this.state = 'idle';
-    invocation.resolve(outcome);
+    if (!invocation.answered) invocation.resolve(outcome);
+    invocation.ended();
   }
 
   /** Whether the function, returning now, dies instead (the box's `atReturn`); if so, it is killed. */
@@ -236,6 +243,12 @@ export class Environment {
   private runtimeApi(request: IncomingMessage, response: ServerResponse): void {
     const url = request.url ?? '';
     if (request.method === 'GET' && url === '/2018-06-01/runtime/invocation/next') {
+      // A function that ended its response stream and went on has returned now.
+      const answered = this.current?.answered;
+      if (answered) {
+        if (this.diesReturning()) return;
+        this.finish(answered);
+      }
       if (this.state !== 'dead' && this.current === undefined) this.state = this.queued ? 'busy' : 'idle';
       if (this.queued) {
         const invocation = this.queued;
@@ -281,8 +294,14 @@ export class Environment {
    * it dies returning) or was cut (`returned` false: the function may still run).
    */
   streamed(outcome: InvokeOutcome, returned = true): void {
-    if (returned && this.diesReturning()) return;
-    this.finish(outcome, returned);
+    if (!returned) return this.finish(outcome, false);
+    // The caller has the whole response; the function may go on after it (Lambda bills it, and
+    // gives its environment no other invocation, until the handler returns): it returns when its
+    // runtime asks for the next event.
+    const invocation = this.current;
+    if (!invocation || invocation.answered) return;
+    invocation.answered = outcome;
+    invocation.resolve(outcome);
   }
 }
 
@@ -534,9 +553,9 @@ export class LambdaService {
       id: randomUUID(),
       event: request.event,
       deadline: this.clock.now() + fn.timeoutMs,
-      resolve: (outcome) => {
+      resolve: (outcome) => request.resolve(outcome),
+      ended: () => {
         held.endedAt = Date.now();
-        request.resolve(outcome);
       },
       onStream: request.onStream ? (req, res) => request.onStream!(req, res, env) : undefined,
     };

@@ -11,8 +11,9 @@ export class SqliteRunLeases implements RunLeases {
     this.statements = prepare(handle.db);
   }
 
-  async take(lease: RunLease): Promise<void> {
-    this.statements.put.run(lease.runId, lease.until, lease.receipt ?? null);
+  async take(lease: RunLease): Promise<boolean> {
+    const put = lease.door ? this.statements.putDoor : this.statements.put;
+    return put.run(lease.runId, lease.until, lease.receipt ?? null).changes === 1;
   }
 
   async renew(runId: string, until: number, receipt?: string): Promise<boolean> {
@@ -37,19 +38,22 @@ interface LeaseRow {
   run_id: string;
   until: number;
   receipt: string | null;
+  door: number;
 }
 
 function leaseOf(row: LeaseRow): RunLease {
-  return { runId: row.run_id, until: row.until, ...(row.receipt !== null ? { receipt: row.receipt } : {}) };
+  return { runId: row.run_id, until: row.until, ...(row.receipt !== null ? { receipt: row.receipt } : {}), ...(row.door ? { door: true as const } : {}) };
 }
 
 function prepare(db: Database.Database) {
   return {
-    get: db.prepare('SELECT run_id, until, receipt FROM leases WHERE run_id = ?'),
-    put: db.prepare('INSERT OR REPLACE INTO leases (run_id, until, receipt) VALUES (?, ?, ?)'),
+    get: db.prepare('SELECT run_id, until, receipt, door FROM leases WHERE run_id = ?'),
+    // A dispatcher's lease takes over any but a door's; a door's is taken only where none is held.
+    put: db.prepare('INSERT INTO leases (run_id, until, receipt, door) VALUES (?, ?, ?, 0) ON CONFLICT (run_id) DO UPDATE SET until = excluded.until, receipt = excluded.receipt WHERE door = 0'),
+    putDoor: db.prepare('INSERT INTO leases (run_id, until, receipt, door) VALUES (?, ?, ?, 1) ON CONFLICT (run_id) DO NOTHING'),
     // A condition left null is no condition.
     renew: db.prepare('UPDATE leases SET until = @until WHERE run_id = @runId AND (@receipt IS NULL OR receipt = @receipt)'),
-    lapsed: db.prepare('SELECT run_id, until, receipt FROM leases WHERE until < ? ORDER BY until, run_id LIMIT ?'),
+    lapsed: db.prepare('SELECT run_id, until, receipt, door FROM leases WHERE until < ? ORDER BY until, run_id LIMIT ?'),
     end: db.prepare('DELETE FROM leases WHERE run_id = @runId AND (@until IS NULL OR until = @until) AND (@receipt IS NULL OR receipt = @receipt)'),
   };
 }

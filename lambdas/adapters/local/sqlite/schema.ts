@@ -154,6 +154,8 @@ const MIGRATIONS: readonly (string | ((db: Database.Database, projections: Recor
    UPDATE threads SET last_activity_at = coalesce((SELECT max(created_at) FROM runs WHERE runs.thread_key = threads.thread_key), json_extract(body, '$.createdAt'));
    CREATE INDEX threads_idle ON threads (last_activity_at, thread_key);
    CREATE TABLE retention (tenant TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID;`,
+  // A lease held by the door that admitted its run, which no dispatcher takes over (`RunLease.door`).
+  'ALTER TABLE leases ADD COLUMN door INTEGER NOT NULL DEFAULT 0;',
 ];
 
 /**

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { threadKey, type Thread, type ThreadRef } from '../../../core/model.js';
-import type { ThreadListQuery, Threads } from '../../../core/ports.js';
+import type { Reserved, ThreadListQuery, Threads } from '../../../core/ports.js';
 import { threadListCursor, threadListPlace } from '../../thread-list-cursor.js';
 import { idColumn, idOf, type SqliteHandle } from './handle.js';
 
@@ -30,15 +30,18 @@ export class SqliteThreads implements Threads {
     })();
   }
 
-  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<number | undefined> {
+  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<Reserved | undefined> {
     const key = threadKey(thread);
     const { places } = this.handle;
-    return this.handle.db.transaction(() => {
+    return this.handle.db.transaction((): Reserved | undefined => {
       // A run that holds a place already (its request came again after a crash) takes a new number only.
-      if (places.holds.get(`t:${key}`, holder)) return (this.statements.nextArrival.get(key) as { arrivals: number } | undefined)?.arrivals;
-      const row = this.statements.reserveArrival.get({ key, limit: limit ?? null }) as { arrivals: number } | undefined;
+      if (places.holds.get(`t:${key}`, holder)) {
+        const next = this.statements.nextArrival.get(key) as { arrivals: number } | undefined;
+        return next && { arrival: next.arrivals, alone: false };
+      }
+      const row = this.statements.reserveArrival.get({ key, limit: limit ?? null }) as { arrivals: number; unsettled: number } | undefined;
       if (row) places.hold.run(`t:${key}`, holder);
-      return row?.arrivals;
+      return row && { arrival: row.arrivals, alone: row.unsettled === 1 };
     })();
   }
 
@@ -105,7 +108,7 @@ function prepare(db: Database.Database) {
     createThread: db.prepare('INSERT OR IGNORE INTO threads (thread_key, body, unsettled, arrivals, waiting_run_id, last_activity_at) VALUES (?, ?, ?, ?, ?, ?)'),
     // One statement takes the number and the place together, only while the thread has room.
     reserveArrival: db.prepare(
-      'UPDATE threads SET arrivals = arrivals + 1, unsettled = unsettled + 1 WHERE thread_key = @key AND (@limit IS NULL OR unsettled < @limit) RETURNING arrivals',
+      'UPDATE threads SET arrivals = arrivals + 1, unsettled = unsettled + 1 WHERE thread_key = @key AND (@limit IS NULL OR unsettled < @limit) RETURNING arrivals, unsettled',
     ),
     releasePlace: db.prepare('UPDATE threads SET unsettled = unsettled - 1, last_activity_at = coalesce(@at, last_activity_at) WHERE thread_key = @key AND unsettled > 0'),
     nextArrival: db.prepare('UPDATE threads SET arrivals = arrivals + 1 WHERE thread_key = ? RETURNING arrivals'),

@@ -2,24 +2,34 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { RunLease } from '../../../../core/model.js';
 import type { LeaseAs, RunLeases } from '../../../../core/ports.js';
 import { RUNS_TABLE } from '../tables.js';
-import { copiesOf, listShards, unitsOf, type DynamoHandle } from './handle.js';
+import { copiesOf, isConditionFailure, listShards, unitsOf, type DynamoHandle } from './handle.js';
 import { domain, fitsKey, LEASE_PREFIX, leaseKey, leasePartition, leaseSort } from './keys.js';
 
 /**
  * Leases: an item each beside its run's (`run#<runId>`, `lease`), listed by their end from `byKey`
- * partitions spread by the run id's hash. A renewal and a sweep's end are each one conditional
- * write on that item: the renewal only while it exists (and is its dispatch's), the end only while
- * it is as the caller saw it (its end as listed, its delivery's receipt).
+ * partitions spread by the run id's hash. A take, a renewal and a sweep's end are each one
+ * conditional write on that item: the take never over a door's lease, the renewal only while it
+ * exists (and is its dispatch's), the end only while it is as the caller saw it (its end as
+ * listed, its delivery's receipt).
  */
 export class DynamoRunLeases implements RunLeases {
   constructor(private readonly handle: DynamoHandle) {}
 
-  async take(lease: RunLease): Promise<void> {
+  async take(lease: RunLease): Promise<boolean> {
     const item = { ...leaseKey(lease.runId), ...lease, [RUNS_TABLE.byKey.partitionKey]: leasePartition(lease.runId), [RUNS_TABLE.byKey.sortKey]: leaseSort(lease.until) };
     const { sent, doc, tables } = this.handle;
     sent.writeRequests++;
     sent.writeUnits += unitsOf(item) * copiesOf(item);
-    await doc.send(new PutCommand({ TableName: tables.runs, Item: item }));
+    // A door's lease only where none is held; a dispatcher's over any but a door's.
+    const condition = lease.door ? 'attribute_not_exists(#until)' : 'attribute_not_exists(#door)';
+    const names: Record<string, string> = lease.door ? { '#until': 'until' } : { '#door': 'door' };
+    try {
+      await doc.send(new PutCommand({ TableName: tables.runs, Item: item, ConditionExpression: condition, ExpressionAttributeNames: names }));
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
   }
 
   async renew(runId: string, until: number, receipt?: string): Promise<boolean> {

@@ -1,6 +1,6 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { threadKey, type Thread, type ThreadRef } from '../../../../core/model.js';
-import type { ThreadListQuery, Threads } from '../../../../core/ports.js';
+import type { Reserved, ThreadListQuery, Threads } from '../../../../core/ports.js';
 import { threadListCursor, threadListPlace } from '../../../thread-list-cursor.js';
 import { RUNS_TABLE } from '../tables.js';
 import { holds, type DynamoHandle } from './handle.js';
@@ -19,7 +19,7 @@ export class DynamoThreads implements Threads {
     return this.handle.putNew({ ...threadItemKey(thread), ...idleIndex(thread, thread.lastActivityAt ?? thread.createdAt), ...thread, holders: new Set([holder]) });
   }
 
-  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<number | undefined> {
+  async reserveArrival(thread: ThreadRef, holder: string, limit: number | undefined): Promise<Reserved | undefined> {
     const limited = limit !== undefined;
     // One conditional ADD takes the number and the place together, so concurrent arrivals can
     // neither share a number nor overfill the thread; the place is the holder's, so a run takes one once.
@@ -34,7 +34,7 @@ export class DynamoThreads implements Threads {
       ExpressionAttributeValues: { ':one': 1, ':holder': new Set([holder]), ':id': holder, ...(limited ? { ':limit': limit } : {}) },
       ReturnValues: 'UPDATED_NEW',
     });
-    if (attributes) return attributes.arrivals as number;
+    if (attributes) return { arrival: attributes.arrivals as number, alone: attributes.unsettled === 1 };
     // A run that holds a place already (its request came again after a crash) takes a new number only.
     const held = await this.handle.get(threadItemKey(thread));
     if (!holds(held, holder)) return undefined;
@@ -46,7 +46,7 @@ export class DynamoThreads implements Threads {
       ExpressionAttributeValues: { ':one': 1 },
       ReturnValues: 'UPDATED_NEW',
     });
-    return numbered?.arrivals as number | undefined;
+    return numbered ? { arrival: numbered.arrivals as number, alone: false } : undefined;
   }
 
   async releasePlace(thread: ThreadRef, holder: string, at?: string): Promise<void> {
